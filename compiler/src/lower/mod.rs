@@ -1,0 +1,295 @@
+//! Lowering: one planned kernel (a value expression stored into a buffer view) becomes a
+//! kernel-level [`Program`]: a loop per axis of the target view, index arithmetic for every
+//! view (movement ops become integer expressions on the loop variables), loads, the fused
+//! ALU ops, reductions as loops over a register accumulator, and the store.
+//!
+//! Index expressions are built as nodes of a small hash-consed graph first ([`index`]), so
+//! the rewrite engine's symbolic rules can simplify them before they are emitted.
+
+pub mod index;
+
+use std::collections::BTreeMap;
+
+use uopkit_interp::eval::reduce_identity;
+use uopkit_interp::ir::{Arg, DType, Graph, NodeId, Op};
+use uopkit_interp::kernel::{InstId, KArg, ParamDecl, Program};
+use uopkit_interp::verify::Verified;
+
+use crate::schedule::realize::{chain_shape, KernelSpec, Move};
+use crate::schedule::{BufId, BufferDecl};
+use index::IndexGraph;
+
+/// Why a kernel could not be lowered.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("cannot lower node {node}: {reason}")]
+pub struct LowerError {
+    pub node: NodeId,
+    pub reason: String,
+}
+
+/// Lowers one kernel. Returns the program and the buffers to pass, in param slot order.
+pub fn lower(name: &str, spec: &KernelSpec, buffers: &[BufferDecl], g: &Graph, ver: &Verified) -> Result<(Program, Vec<BufId>), LowerError> {
+    let mut args = vec![spec.target];
+    for src in spec.leaves.values() {
+        if !args.contains(&src.buffer) {
+            args.push(src.buffer);
+        }
+    }
+    let params = args
+        .iter()
+        .enumerate()
+        .map(|(i, b)| {
+            let d = &buffers[b.0 as usize];
+            ParamDecl { dtype: d.dtype, size: d.size, written: i == 0 }
+        })
+        .collect();
+    let mut l = Lowerer {
+        g,
+        ver,
+        spec,
+        buffers,
+        prog: Program::new(name, params),
+        ix: IndexGraph::default(),
+        scopes: vec![BTreeMap::new()],
+        ranges: BTreeMap::new(),
+        next_axis: 0,
+        slot: args.iter().enumerate().map(|(i, b)| (*b, i as u32)).collect(),
+        params: BTreeMap::new(),
+    };
+    l.lower_kernel()?;
+    Ok((l.prog, args))
+}
+
+/// A memo key: an index-graph node, or a graph node's value at an index vector under a
+/// validity condition.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Key {
+    Index(NodeId),
+    Value(NodeId, Vec<NodeId>, Option<NodeId>),
+}
+
+struct Lowerer<'a> {
+    g: &'a Graph,
+    ver: &'a Verified,
+    spec: &'a KernelSpec,
+    buffers: &'a [BufferDecl],
+    prog: Program,
+    ix: IndexGraph,
+    /// Emitted values per open loop scope (outer scopes are visible inside).
+    scopes: Vec<BTreeMap<Key, InstId>>,
+    /// The RANGE instruction of each open loop axis.
+    ranges: BTreeMap<u32, InstId>,
+    next_axis: u32,
+    slot: BTreeMap<BufId, u32>,
+    params: BTreeMap<u32, InstId>,
+}
+
+impl Lowerer<'_> {
+    fn err(&self, node: NodeId, reason: impl Into<String>) -> LowerError {
+        LowerError { node, reason: reason.into() }
+    }
+
+    fn lookup(&self, k: &Key) -> Option<InstId> {
+        self.scopes.iter().rev().find_map(|s| s.get(k).copied())
+    }
+
+    fn remember(&mut self, k: Key, v: InstId) {
+        if let Some(s) = self.scopes.last_mut() {
+            s.insert(k, v);
+        }
+    }
+
+    /// A constant, emitted once per loop scope (an instruction defined inside a loop is not
+    /// visible after it).
+    fn konst(&mut self, dtype: DType, bits: u64) -> InstId {
+        let k = Key::Index(self.ix.konst(dtype, bits));
+        if let Some(v) = self.lookup(&k) {
+            return v;
+        }
+        let v = self.prog.push(Op::CONST, dtype, vec![], KArg::Const(bits));
+        self.remember(k, v);
+        v
+    }
+
+    fn param(&self, b: BufId) -> InstId {
+        self.params[&self.slot[&b]]
+    }
+
+    /// Opens one loop per dim; returns the loop variables as index-graph nodes.
+    fn open_loops(&mut self, shape: &[usize]) -> Vec<NodeId> {
+        let mut vars = vec![];
+        for &d in shape {
+            let end = self.konst(DType::Int64, d as u64);
+            let axis = self.next_axis;
+            self.next_axis += 1;
+            let r = self.prog.push(Op::RANGE, DType::Int64, vec![end], KArg::Axis(axis));
+            self.ranges.insert(axis, r);
+            self.scopes.push(BTreeMap::new());
+            vars.push(self.ix.range(axis, d));
+        }
+        vars
+    }
+
+    fn close_loops(&mut self, vars: &[NodeId]) {
+        for &v in vars.iter().rev() {
+            let axis = self.ix.range_axis(v);
+            if let Some(r) = axis.and_then(|a| self.ranges.remove(&a)) {
+                self.prog.push(Op::END, DType::Void, vec![r], KArg::None);
+            }
+            self.scopes.pop();
+        }
+    }
+
+    fn lower_kernel(&mut self) -> Result<(), LowerError> {
+        let spec = self.spec;
+        for (i, p) in self.prog.params.clone().iter().enumerate() {
+            let id = self.prog.push(Op::PARAM, p.dtype, vec![], KArg::Param(i as u32));
+            self.params.insert(i as u32, id);
+        }
+        let size = self.buffers[spec.target.0 as usize].size;
+        let shape = chain_shape(size, &spec.target_chain).map_err(|r| self.err(spec.value, r))?;
+        let vars = self.open_loops(&shape);
+        let (flat, valid) = self.view_index(size, &spec.target_chain, &vars, None);
+        if valid.is_some() {
+            return Err(self.err(spec.value, "a STORE target view may not pad"));
+        }
+        let v = self.value(spec.value, &vars, None)?;
+        let flat = self.emit_index(flat);
+        let p = self.param(spec.target);
+        let dtype = self.buffers[spec.target.0 as usize].dtype;
+        let at = self.prog.push(Op::INDEX, dtype, vec![p, flat], KArg::None);
+        self.prog.push(Op::STORE, DType::Void, vec![at, v], KArg::None);
+        self.close_loops(&vars);
+        Ok(())
+    }
+
+    /// Maps an index into the view `chain` (over a flat buffer of `size`) back to a flat
+    /// buffer index, with the condition under which the element is not padding.
+    fn view_index(&mut self, size: usize, chain: &[Move], idx: &[NodeId], valid: Option<NodeId>) -> (NodeId, Option<NodeId>) {
+        let mut shapes = vec![vec![size]];
+        for m in chain {
+            let next = uopkit_interp::verify::movement_shape(m.op, &m.arg, shapes.last().map_or(&[][..], |s| s)).unwrap_or_default();
+            shapes.push(next);
+        }
+        let mut idx = idx.to_vec();
+        let mut valid = valid;
+        for (m, in_shape) in chain.iter().zip(&shapes).rev() {
+            let (i, v) = self.ix.move_back(m.op, &m.arg, in_shape, &idx);
+            idx = i;
+            valid = self.ix.and(valid, v);
+        }
+        (idx.first().copied().unwrap_or_else(|| self.ix.konst(DType::Int64, 0)), valid)
+    }
+
+    /// Emits an index-graph expression (after simplification) as instructions.
+    fn emit_index(&mut self, n: NodeId) -> InstId {
+        let n = self.ix.simplify(n);
+        self.emit_ix(n)
+    }
+
+    fn emit_ix(&mut self, n: NodeId) -> InstId {
+        let key = Key::Index(n);
+        if let Some(v) = self.lookup(&key) {
+            return v;
+        }
+        let node = self.ix.graph.node(n).clone();
+        let v = match (node.op, &node.arg) {
+            (Op::CONST, Arg::Const(b)) => return self.konst(node.dtype, *b),
+            (Op::RANGE, Arg::Index(axis)) => self.ranges[&(*axis as u32)],
+            _ => {
+                let srcs = node.src.iter().map(|&s| self.emit_ix(s)).collect();
+                self.prog.push(node.op, node.dtype, srcs, KArg::None)
+            }
+        };
+        self.remember(key, v);
+        v
+    }
+
+    /// The value of graph node `n` at index `idx`; `valid` gates loads (padding).
+    fn value(&mut self, n: NodeId, idx: &[NodeId], valid: Option<NodeId>) -> Result<InstId, LowerError> {
+        let key = Key::Value(n, idx.to_vec(), valid);
+        if let Some(v) = self.lookup(&key) {
+            return Ok(v);
+        }
+        let node = self.g.node(n).clone();
+        let info = self.ver.info(n).clone();
+        let v = if let Some(src) = self.spec.leaves.get(&n).cloned() {
+            let size = self.buffers[src.buffer.0 as usize].size;
+            let (flat, gate) = self.view_index(size, &src.chain, idx, valid);
+            let flat = self.emit_index(flat);
+            let p = self.param(src.buffer);
+            let at = self.prog.push(Op::INDEX, info.dtype, vec![p, flat], KArg::None);
+            match gate {
+                None => self.prog.push(Op::LOAD, info.dtype, vec![at], KArg::None),
+                Some(gate) => {
+                    let gate = self.emit_index(gate);
+                    let alt = self.konst(info.dtype, 0);
+                    self.prog.push(Op::LOAD, info.dtype, vec![at, alt, gate], KArg::None)
+                }
+            }
+        } else {
+            match node.op {
+                Op::CONST => {
+                    let Arg::Const(bits) = node.arg else { return Err(self.err(n, "CONST without a value")) };
+                    self.konst(node.dtype, bits)
+                }
+                Op::DETACH | Op::CONTIGUOUS => self.value(node.src[0], idx, valid)?,
+                Op::CAST | Op::BITCAST => {
+                    let x = self.value(node.src[0], idx, valid)?;
+                    self.prog.push(node.op, node.dtype, vec![x], KArg::None)
+                }
+                op if op.is_alu() => {
+                    let mut srcs = vec![];
+                    for &s in &node.src {
+                        let scalar = self.ver.info(s).shape.is_empty();
+                        srcs.push(if scalar { self.value(s, &[], valid)? } else { self.value(s, idx, valid)? });
+                    }
+                    self.prog.push(op, node.dtype, srcs, KArg::None)
+                }
+                op if op.is_movement() => {
+                    let in_shape = self.ver.info(node.src[0]).shape.clone();
+                    let (inner, pad_valid) = self.ix.move_back(op, &node.arg, &in_shape, idx);
+                    let inner_valid = self.ix.and(valid, pad_valid);
+                    let x = self.value(node.src[0], &inner, inner_valid)?;
+                    match pad_valid {
+                        None => x,
+                        Some(pv) => {
+                            // Padding reads zero, whatever the padded expression computes.
+                            let c = self.emit_index(pv);
+                            let zero = self.konst(node.dtype, 0);
+                            self.prog.push(Op::WHERE, node.dtype, vec![c, x, zero], KArg::None)
+                        }
+                    }
+                }
+                Op::REDUCE => self.reduce(n, idx, valid)?,
+                op => return Err(self.err(n, format!("{op} cannot be fused into a kernel (it should have been realized)"))),
+            }
+        };
+        self.remember(key, v);
+        Ok(v)
+    }
+
+    /// A reduction: a register accumulator set to the identity, one loop per reduced axis
+    /// (row-major, so the fold order is the oracle's), acc = op(acc, x).
+    fn reduce(&mut self, n: NodeId, idx: &[NodeId], valid: Option<NodeId>) -> Result<InstId, LowerError> {
+        let node = self.g.node(n).clone();
+        let Arg::Reduce { op, axes } = node.arg else { return Err(self.err(n, "REDUCE without an op")) };
+        let in_shape = self.ver.info(node.src[0]).shape.clone();
+        let dt = node.dtype;
+        let acc = self.prog.push(Op::BUFFER, dt, vec![], KArg::Reg(1));
+        let zero = self.konst(DType::Int64, 0);
+        let at = self.prog.push(Op::INDEX, dt, vec![acc, zero], KArg::None);
+        let identity = self.konst(dt, reduce_identity(op, dt));
+        self.prog.push(Op::STORE, DType::Void, vec![at, identity], KArg::None);
+        let vars = self.open_loops(&in_shape[..axes]);
+        let full: Vec<NodeId> = vars.iter().chain(idx).copied().collect();
+        let x = self.value(node.src[0], &full, valid)?;
+        let at_in = self.prog.push(Op::INDEX, dt, vec![acc, zero], KArg::None);
+        let cur = self.prog.push(Op::LOAD, dt, vec![at_in], KArg::None);
+        let next = self.prog.push(op, dt, vec![cur, x], KArg::None);
+        self.prog.push(Op::STORE, DType::Void, vec![at_in, next], KArg::None);
+        self.close_loops(&vars);
+        let at_out = self.prog.push(Op::INDEX, dt, vec![acc, zero], KArg::None);
+        Ok(self.prog.push(Op::LOAD, dt, vec![at_out], KArg::None))
+    }
+}

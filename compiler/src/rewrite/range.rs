@@ -1,0 +1,529 @@
+//! Value-range analysis of integer (and bool) expressions: `vmin`/`vmax` as `i128`, as
+//! tinygrad's `UOp.vmin`/`vmax`; and a conservative "cannot hit undefined behaviour" check.
+//!
+//! The range of a node holds every value the node can take *when its evaluation is defined*.
+//! Each op's range is first computed in exact integer arithmetic; when that interval does
+//! not fit the node's dtype, the op may wrap and the range is the dtype's full range. Loop
+//! variables are `RANGE` nodes (`src: [end]`), ranging over `0..end` (an empty loop's
+//! variable is never observed; its range is reported as `[0, 0]`).
+//!
+//! Floats have no range (`None`); unknown ops get their dtype's full range.
+
+use std::collections::{HashMap, HashSet};
+
+use uopkit_interp::ir::{Arg, DType, Graph, Node, NodeId, Op};
+use uopkit_interp::scalar::cast::to_i128;
+
+/// A closed interval `[min, max]` of integer values.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct VRange {
+    pub min: i128,
+    pub max: i128,
+}
+
+impl VRange {
+    pub fn new(min: i128, max: i128) -> VRange {
+        debug_assert!(min <= max, "empty range [{min}, {max}]");
+        VRange { min, max }
+    }
+
+    pub fn point(v: i128) -> VRange {
+        VRange { min: v, max: v }
+    }
+
+    /// The full range of an int or bool dtype (`None` for floats and void).
+    pub fn full(dt: DType) -> Option<VRange> {
+        dt.int_range().map(|(min, max)| VRange { min, max })
+    }
+
+    pub fn contains(self, v: i128) -> bool {
+        self.min <= v && v <= self.max
+    }
+
+    /// `self` ⊆ `other`.
+    pub fn within(self, other: VRange) -> bool {
+        other.min <= self.min && self.max <= other.max
+    }
+
+    pub fn as_point(self) -> Option<i128> {
+        (self.min == self.max).then_some(self.min)
+    }
+
+    pub fn union(self, o: VRange) -> VRange {
+        VRange { min: self.min.min(o.min), max: self.max.max(o.max) }
+    }
+
+    fn from_corners(vals: impl IntoIterator<Item = Option<i128>>) -> Option<VRange> {
+        let mut r: Option<VRange> = None;
+        for v in vals {
+            let v = v?;
+            r = Some(match r {
+                None => VRange::point(v),
+                Some(r) => r.union(VRange::point(v)),
+            });
+        }
+        r
+    }
+}
+
+/// The range of `id` (`None` for floats and void).
+pub fn vrange(g: &Graph, id: NodeId) -> Option<VRange> {
+    Ranges::new(g).get(id)
+}
+
+pub fn vmin(g: &Graph, id: NodeId) -> Option<i128> {
+    vrange(g, id).map(|r| r.min)
+}
+
+pub fn vmax(g: &Graph, id: NodeId) -> Option<i128> {
+    vrange(g, id).map(|r| r.max)
+}
+
+/// True when evaluating `id` can never be undefined behaviour (see [`Ranges::ub_free`]).
+pub fn ub_free(g: &Graph, id: NodeId) -> bool {
+    Ranges::new(g).ub_free(id)
+}
+
+/// Range analysis over one graph, memoized (nodes never change, so a result stays valid for
+/// as long as the graph lives; this borrows it immutably).
+pub struct Ranges<'g> {
+    g: &'g Graph,
+    memo: HashMap<NodeId, Option<VRange>>,
+    ub_free: HashMap<NodeId, bool>,
+}
+
+/// The sources an op's range depends on (others are not visited).
+fn range_deps(n: &Node) -> &[NodeId] {
+    if n.op == Op::RANGE || n.op == Op::CAST || n.op.is_alu() {
+        &n.src
+    } else {
+        &[]
+    }
+}
+
+fn int_like(dt: DType) -> bool {
+    dt.is_int() || dt.is_bool()
+}
+
+fn floor_div(a: i128, b: i128) -> i128 {
+    let (q, r) = (a / b, a % b);
+    if r != 0 && ((r < 0) != (b < 0)) {
+        q - 1
+    } else {
+        q
+    }
+}
+
+impl<'g> Ranges<'g> {
+    pub fn new(g: &'g Graph) -> Self {
+        Ranges { g, memo: HashMap::new(), ub_free: HashMap::new() }
+    }
+
+    /// The range of `id` (`None` for floats and void).
+    pub fn get(&mut self, id: NodeId) -> Option<VRange> {
+        if let Some(&r) = self.memo.get(&id) {
+            return r;
+        }
+        // Iterative post-order, so deep expressions do not overflow the stack.
+        let mut stack = vec![(id, false)];
+        while let Some((n, expanded)) = stack.pop() {
+            if self.memo.contains_key(&n) {
+                continue;
+            }
+            if expanded {
+                let r = self.compute(self.g.node(n));
+                self.memo.insert(n, r);
+            } else {
+                stack.push((n, true));
+                for &s in range_deps(self.g.node(n)) {
+                    if !self.memo.contains_key(&s) {
+                        stack.push((s, false));
+                    }
+                }
+            }
+        }
+        self.memo[&id]
+    }
+
+    /// All sources' ranges are memoized.
+    fn compute(&self, n: &Node) -> Option<VRange> {
+        let full = VRange::full(n.dtype)?;
+        let exact = if n.dtype.is_bool() { self.compute_bool(n) } else { self.compute_int(n) };
+        Some(match exact {
+            Some(r) if r.within(full) => r,
+            _ => full,
+        })
+    }
+
+    fn src(&self, n: &Node, i: usize) -> Option<VRange> {
+        n.src.get(i).and_then(|s| self.memo.get(s).copied().flatten())
+    }
+
+    fn compute_bool(&self, n: &Node) -> Option<VRange> {
+        let bool_range = |lo: bool, hi: bool| VRange::new(lo as i128, hi as i128);
+        match n.op {
+            Op::CONST => self.const_value(n).map(VRange::point),
+            Op::CMPLT | Op::CMPNE | Op::CMPEQ => {
+                let (a, b) = (self.src(n, 0)?, self.src(n, 1)?);
+                let disjoint = a.max < b.min || b.max < a.min;
+                let same_point = a.as_point().is_some() && a == b;
+                Some(match n.op {
+                    Op::CMPLT if a.max < b.min => bool_range(true, true),
+                    Op::CMPLT if a.min >= b.max => bool_range(false, false),
+                    Op::CMPNE if disjoint => bool_range(true, true),
+                    Op::CMPNE if same_point => bool_range(false, false),
+                    Op::CMPEQ if disjoint => bool_range(false, false),
+                    Op::CMPEQ if same_point => bool_range(true, true),
+                    _ => bool_range(false, true),
+                })
+            }
+            Op::WHERE => self.where_range(n),
+            Op::CAST => {
+                let from = self.g.node(*n.src.first()?).dtype;
+                if !int_like(from) {
+                    return None;
+                }
+                let a = self.src(n, 0)?;
+                Some(if a == VRange::point(0) {
+                    bool_range(false, false)
+                } else if !a.contains(0) {
+                    bool_range(true, true)
+                } else {
+                    bool_range(false, true)
+                })
+            }
+            _ => None,
+        }
+    }
+
+    fn where_range(&self, n: &Node) -> Option<VRange> {
+        let c = self.src(n, 0)?;
+        match c.as_point() {
+            Some(1) => self.src(n, 1),
+            Some(0) => self.src(n, 2),
+            _ => Some(self.src(n, 1)?.union(self.src(n, 2)?)),
+        }
+    }
+
+    fn const_value(&self, n: &Node) -> Option<i128> {
+        match n.arg {
+            Arg::Const(b) => Some(to_i128(n.dtype, b)),
+            _ => None,
+        }
+    }
+
+    /// The exact (unwrapped) range of an int node, or `None` when unknown.
+    fn compute_int(&self, n: &Node) -> Option<VRange> {
+        let a = || self.src(n, 0);
+        let b = || self.src(n, 1);
+        let bits = n.dtype.bits() as i128;
+        match n.op {
+            Op::CONST => self.const_value(n).map(VRange::point),
+            Op::RANGE => {
+                let end = a()?;
+                Some(VRange::new(0, (end.max - 1).max(0)))
+            }
+            Op::ADD => {
+                let (a, b) = (a()?, b()?);
+                Some(VRange::new(a.min + b.min, a.max + b.max))
+            }
+            Op::SUB => {
+                let (a, b) = (a()?, b()?);
+                Some(VRange::new(a.min - b.max, a.max - b.min))
+            }
+            Op::MUL => mul_range(a()?, b()?),
+            Op::MULACC => {
+                let (p, c) = (mul_range(a()?, b()?)?, self.src(n, 2)?);
+                Some(VRange::new(p.min + c.min, p.max + c.max))
+            }
+            Op::NEG => {
+                let a = a()?;
+                Some(VRange::new(-a.max, -a.min))
+            }
+            Op::TRUNC => a(),
+            Op::MAX => {
+                let (a, b) = (a()?, b()?);
+                Some(VRange::new(a.min.max(b.min), a.max.max(b.max)))
+            }
+            Op::CDIV | Op::FLOORDIV => {
+                let (a, b) = (a()?, b()?);
+                if b.contains(0) {
+                    return None;
+                }
+                // Truncating and floor division are monotone in each operand on either side
+                // of zero, so the extremes are at the corners.
+                let div = |x: i128, y: i128| Some(if n.op == Op::CDIV { x / y } else { floor_div(x, y) });
+                VRange::from_corners([div(a.min, b.min), div(a.min, b.max), div(a.max, b.min), div(a.max, b.max)])
+            }
+            Op::CMOD => {
+                let (a, b) = (a()?, b()?);
+                if b.contains(0) {
+                    return None;
+                }
+                let bmin_abs = b.min.abs().min(b.max.abs());
+                if a.min >= 0 && a.max < bmin_abs {
+                    return Some(a);
+                }
+                let m = b.min.abs().max(b.max.abs()) - 1;
+                // The remainder has the dividend's sign and |r| <= min(|a|, |b| - 1).
+                Some(VRange::new(if a.min >= 0 { 0 } else { a.min.max(-m) }, if a.max <= 0 { 0 } else { a.max.min(m) }))
+            }
+            Op::FLOORMOD => {
+                let (a, b) = (a()?, b()?);
+                if b.min > 0 {
+                    if a.min >= 0 && a.max < b.min {
+                        return Some(a);
+                    }
+                    Some(VRange::new(0, if a.min >= 0 { a.max.min(b.max - 1) } else { b.max - 1 }))
+                } else if b.max < 0 {
+                    if a.max <= 0 && a.min > b.max {
+                        return Some(a);
+                    }
+                    Some(VRange::new(if a.max <= 0 { a.min.max(b.min + 1) } else { b.min + 1 }, 0))
+                } else {
+                    None
+                }
+            }
+            Op::SHL | Op::SHR => {
+                let (a, k) = (a()?, b()?);
+                if k.min < 0 || k.max >= bits {
+                    return None; // undefined for some counts
+                }
+                // x·2^k and floor(x / 2^k) are monotone in x and in k: corners again.
+                let f = |x: i128, s: i128| {
+                    if n.op == Op::SHL {
+                        x.checked_mul(1i128 << s)
+                    } else {
+                        Some(x >> s)
+                    }
+                };
+                VRange::from_corners([f(a.min, k.min), f(a.min, k.max), f(a.max, k.min), f(a.max, k.max)])
+            }
+            Op::AND => {
+                let (a, b) = (a()?, b()?);
+                // A non-negative operand clears the sign and bounds the result from above.
+                match (a.min >= 0, b.min >= 0) {
+                    (true, true) => Some(VRange::new(0, a.max.min(b.max))),
+                    (true, false) => Some(VRange::new(0, a.max)),
+                    (false, true) => Some(VRange::new(0, b.max)),
+                    (false, false) => None,
+                }
+            }
+            Op::OR | Op::XOR => {
+                let (a, b) = (a()?, b()?);
+                if a.min < 0 || b.min < 0 {
+                    return None;
+                }
+                let hi = a.max.max(b.max);
+                let ones = if hi == 0 { 0 } else { (1i128 << (128 - hi.leading_zeros())) - 1 };
+                let lo = if n.op == Op::OR { a.min.max(b.min) } else { 0 };
+                Some(VRange::new(lo, ones))
+            }
+            Op::WHERE => self.where_range(n),
+            Op::CAST => {
+                let from = self.g.node(*n.src.first()?).dtype;
+                // An int/bool value converts unchanged when it fits (checked by the caller).
+                if int_like(from) {
+                    a()
+                } else {
+                    None
+                }
+            }
+            _ => None,
+        }
+    }
+
+    /// True when evaluating `id` can never be undefined behaviour: its expression contains
+    /// only CONST, RANGE, ALU ops, CAST and BITCAST, every division's divisor range excludes 0
+    /// (and, signed, never divides INT_MIN by -1), every shift count is in range, and no
+    /// float is cast to an int. Anything else (LOAD, INDEX, …) counts as possibly UB.
+    ///
+    /// Rules that *drop* a sub-expression require this of it, so a rewrite never removes (or
+    /// adds) UB: the oracle evaluates every operand, so UB anywhere is UB of the whole.
+    pub fn ub_free(&mut self, id: NodeId) -> bool {
+        let mut seen = HashSet::new();
+        let mut stack = vec![id];
+        let mut ok = true;
+        while let Some(n) = stack.pop() {
+            if let Some(&known) = self.ub_free.get(&n) {
+                if !known {
+                    ok = false;
+                    break;
+                }
+                continue;
+            }
+            if !seen.insert(n) {
+                continue;
+            }
+            if !self.locally_defined(n) {
+                ok = false;
+                break;
+            }
+            stack.extend(self.g.node(n).src.iter().copied());
+        }
+        if ok {
+            for n in seen {
+                self.ub_free.insert(n, true);
+            }
+        }
+        self.ub_free.insert(id, ok);
+        ok
+    }
+
+    /// The node's own op can never be UB given its operands' ranges.
+    fn locally_defined(&mut self, id: NodeId) -> bool {
+        let g = self.g;
+        let n = g.node(id);
+        let dt = n.dtype;
+        match n.op {
+            Op::CONST | Op::RANGE | Op::BITCAST => true,
+            Op::CAST => {
+                let from = n.src.first().map(|&s| g.node(s).dtype);
+                !(from.is_some_and(DType::is_float) && !dt.is_float() && !dt.is_bool())
+            }
+            Op::CDIV | Op::CMOD | Op::FLOORDIV | Op::FLOORMOD if int_like(dt) => {
+                let (Some(&x), Some(&y)) = (n.src.first(), n.src.get(1)) else { return false };
+                let Some(b) = self.get(y) else { return false };
+                if b.contains(0) {
+                    return false;
+                }
+                if dt.is_signed_int() && b.contains(-1) {
+                    let int_min = -(1i128 << (dt.bits() - 1));
+                    return self.get(x).is_some_and(|a| a.min > int_min);
+                }
+                true
+            }
+            Op::SHL | Op::SHR if int_like(dt) => {
+                let Some(&y) = n.src.get(1) else { return false };
+                self.get(y).is_some_and(|k| k.min >= 0 && k.max < dt.bits() as i128)
+            }
+            op => op.is_alu(),
+        }
+    }
+}
+
+fn mul_range(a: VRange, b: VRange) -> Option<VRange> {
+    VRange::from_corners([a.min.checked_mul(b.min), a.min.checked_mul(b.max), a.max.checked_mul(b.min), a.max.checked_mul(b.max)])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use uopkit_interp::scalar::cast::wrap_i128;
+
+    fn c(g: &mut Graph, dt: DType, v: i128) -> NodeId {
+        g.add(Node { op: Op::CONST, dtype: dt, src: vec![], arg: Arg::Const(wrap_i128(dt, v)) })
+    }
+    fn range(g: &mut Graph, axis: usize, end: i128) -> NodeId {
+        let e = c(g, DType::Int64, end);
+        g.add(Node { op: Op::RANGE, dtype: DType::Int64, src: vec![e], arg: Arg::Index(axis) })
+    }
+    fn bin(g: &mut Graph, op: Op, a: NodeId, b: NodeId) -> NodeId {
+        let dt = if op.is_comparison() { DType::Bool } else { g.node(a).dtype };
+        g.add(Node { op, dtype: dt, src: vec![a, b], arg: Arg::None })
+    }
+    fn cast(g: &mut Graph, dt: DType, a: NodeId) -> NodeId {
+        g.add(Node { op: Op::CAST, dtype: dt, src: vec![a], arg: Arg::None })
+    }
+    fn r(min: i128, max: i128) -> Option<VRange> {
+        Some(VRange::new(min, max))
+    }
+
+    #[test]
+    fn basic_ranges() {
+        let mut g = Graph::new();
+        let i = range(&mut g, 0, 10);
+        let j = range(&mut g, 1, 4);
+        let k4 = c(&mut g, DType::Int64, 4);
+        let m3 = c(&mut g, DType::Int64, -3);
+        assert_eq!(vrange(&g, i), r(0, 9));
+        let e = bin(&mut g, Op::MUL, i, k4);
+        assert_eq!(vrange(&g, e), r(0, 36));
+        let e = bin(&mut g, Op::ADD, e, j);
+        assert_eq!(vrange(&g, e), r(0, 39));
+        let d = bin(&mut g, Op::FLOORDIV, e, k4);
+        assert_eq!(vrange(&g, d), r(0, 9));
+        let m = bin(&mut g, Op::FLOORMOD, e, k4);
+        assert_eq!(vrange(&g, m), r(0, 3));
+        let s = bin(&mut g, Op::SUB, j, k4);
+        assert_eq!(vrange(&g, s), r(-4, -1));
+        let cm = bin(&mut g, Op::CMOD, s, k4);
+        assert_eq!(vrange(&g, cm), r(-3, 0));
+        let fd = bin(&mut g, Op::FLOORDIV, s, m3);
+        assert_eq!(vrange(&g, fd), r(0, 1));
+        let lt = bin(&mut g, Op::CMPLT, i, k4);
+        assert_eq!(vrange(&g, lt), r(0, 1));
+        let lt = bin(&mut g, Op::CMPLT, s, k4);
+        assert_eq!(vrange(&g, lt), r(1, 1));
+        let ne = bin(&mut g, Op::CMPNE, s, j);
+        assert_eq!(vrange(&g, ne), r(1, 1));
+        let w = g.add(Node { op: Op::WHERE, dtype: DType::Int64, src: vec![lt, i, s], arg: Arg::None });
+        assert_eq!(vrange(&g, w), r(0, 9));
+        let two = c(&mut g, DType::Int64, 2);
+        let sh = bin(&mut g, Op::SHL, i, two);
+        assert_eq!(vrange(&g, sh), r(0, 36));
+        let sh = bin(&mut g, Op::SHR, s, two);
+        assert_eq!(vrange(&g, sh), r(-1, -1));
+        let and = bin(&mut g, Op::AND, s, k4);
+        assert_eq!(vrange(&g, and), r(0, 4));
+        let neg = g.add(Node { op: Op::NEG, dtype: DType::Int64, src: vec![s], arg: Arg::None });
+        assert_eq!(vrange(&g, neg), r(1, 4));
+    }
+
+    #[test]
+    fn wrapping_gives_the_full_range() {
+        let mut g = Graph::new();
+        let i = range(&mut g, 0, 200);
+        let x = cast(&mut g, DType::Int8, i); // 128..199 wrap
+        assert_eq!(vrange(&g, x), r(-128, 127));
+        let i = range(&mut g, 1, 100);
+        let x = cast(&mut g, DType::Int8, i);
+        assert_eq!(vrange(&g, x), r(0, 99));
+        let k = c(&mut g, DType::Int8, 2);
+        let y = bin(&mut g, Op::MUL, x, k);
+        assert_eq!(vrange(&g, y), r(-128, 127));
+        let u = cast(&mut g, DType::UInt8, x);
+        assert_eq!(vrange(&g, u), r(0, 99));
+        let one = c(&mut g, DType::UInt8, 1);
+        let v = bin(&mut g, Op::SUB, u, one); // 0 - 1 wraps
+        assert_eq!(vrange(&g, v), r(0, 255));
+        let f = g.add(Node { op: Op::CONST, dtype: DType::Float32, src: vec![], arg: Arg::Const(0) });
+        assert_eq!(vrange(&g, f), None);
+        let b = cast(&mut g, DType::Bool, u);
+        assert_eq!(vrange(&g, b), r(0, 1));
+        let big = g.add(Node { op: Op::MUL, dtype: DType::UInt64, src: vec![], arg: Arg::None });
+        assert_eq!(vrange(&g, big), r(0, u64::MAX as i128));
+    }
+
+    #[test]
+    fn ub_freedom() {
+        let mut g = Graph::new();
+        let i = range(&mut g, 0, 10);
+        let k = c(&mut g, DType::Int64, 3);
+        let zero = c(&mut g, DType::Int64, 0);
+        let d = bin(&mut g, Op::CDIV, i, k);
+        assert!(ub_free(&g, d));
+        let d0 = bin(&mut g, Op::CDIV, k, i); // i may be 0
+        assert!(!ub_free(&g, d0));
+        let e = bin(&mut g, Op::ADD, d, d0);
+        assert!(!ub_free(&g, e));
+        let z = bin(&mut g, Op::CMOD, i, zero);
+        assert!(!ub_free(&g, z));
+        let m1 = c(&mut g, DType::Int64, -1);
+        let x = bin(&mut g, Op::SUB, i, k);
+        let ovf = bin(&mut g, Op::CDIV, x, m1); // x is never INT_MIN
+        assert!(ub_free(&g, ovf));
+        let s = bin(&mut g, Op::SHL, i, i); // count 0..9 < 64
+        assert!(ub_free(&g, s));
+        let big = c(&mut g, DType::Int64, 64);
+        let s = bin(&mut g, Op::SHL, i, big);
+        assert!(!ub_free(&g, s));
+        let f = g.add(Node { op: Op::CONST, dtype: DType::Float32, src: vec![], arg: Arg::Const(0) });
+        let fi = cast(&mut g, DType::Int32, f);
+        assert!(!ub_free(&g, fi));
+        let fb = cast(&mut g, DType::Bool, f);
+        assert!(ub_free(&g, fb));
+        let load = g.add(Node { op: Op::LOAD, dtype: DType::Int64, src: vec![], arg: Arg::None });
+        assert!(!ub_free(&g, load));
+    }
+}

@@ -1,0 +1,252 @@
+//! The CPU runtime: host memory per device, C kernels compiled by [`CCompiler`] and called
+//! in-process.
+//!
+//! Every `CPU:n` device has its own allocations (a copy between two of them is a real copy)
+//! and a lock that orders all operations on it, as a stream would on a GPU: kernels run
+//! synchronously on the calling thread while the lock is held.
+
+use std::any::Any;
+use std::collections::BTreeMap;
+use std::ffi::c_void;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+
+use libloading::Library;
+
+use super::{Buffer, CCompiler, Compiled, Device, Error, KernelSig, Lang, Result, Unit};
+
+/// Allocation alignment (a cache line; enough for any element type and for vector loads).
+const ALIGN: usize = 64;
+
+/// The C signature every kernel has: `void k_name(void **args)`.
+type KernelFn = unsafe extern "C" fn(*mut *mut c_void);
+
+/// Host memory owned by one CPU device (identified by its instance id).
+struct CpuMem {
+    ptr: NonNull<u8>,
+    layout: std::alloc::Layout,
+    owner: u64,
+}
+
+// SAFETY: the memory is only read or written while the owning device's lock is held (all
+// accesses go through `CpuDevice` methods, which check `owner` and take the lock).
+unsafe impl Send for CpuMem {}
+unsafe impl Sync for CpuMem {}
+
+impl Drop for CpuMem {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `CpuDevice::alloc` with this layout.
+        unsafe { std::alloc::dealloc(self.ptr.as_ptr(), self.layout) }
+    }
+}
+
+/// A compiled unit loaded into the process.
+struct CpuProgram {
+    _lib: Arc<Library>,
+    kernels: BTreeMap<String, KernelFn>,
+}
+
+/// One CPU device.
+#[derive(Debug)]
+pub struct CpuDevice {
+    name: String,
+    id: u64,
+    lock: Mutex<()>,
+    compiler: Arc<CCompiler>,
+}
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+impl CpuDevice {
+    /// A new device `CPU:ordinal` with its own memory, compiling with `compiler`. Two
+    /// devices made this way never share buffers, even with equal ordinals.
+    pub fn new(ordinal: usize, compiler: Arc<CCompiler>) -> Self {
+        CpuDevice {
+            name: format!("CPU:{ordinal}"),
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            lock: Mutex::new(()),
+            compiler,
+        }
+    }
+
+    /// The process-wide `CPU:ordinal` (made on first use with [`CCompiler::global`]).
+    pub fn get(ordinal: usize) -> Arc<dyn Device> {
+        static DEVICES: OnceLock<Mutex<BTreeMap<usize, Arc<CpuDevice>>>> = OnceLock::new();
+        let map = DEVICES.get_or_init(|| Mutex::new(BTreeMap::new()));
+        let mut map = map.lock().unwrap_or_else(|e| e.into_inner());
+        map.entry(ordinal).or_insert_with(|| Arc::new(CpuDevice::new(ordinal, CCompiler::global()))).clone()
+    }
+
+    pub fn compiler(&self) -> &Arc<CCompiler> {
+        &self.compiler
+    }
+
+    fn guard(&self) -> MutexGuard<'_, ()> {
+        self.lock.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// This device's memory of `buf`, or an error if `buf` belongs elsewhere.
+    fn mem<'a>(&self, buf: &'a Buffer) -> Result<&'a CpuMem> {
+        match buf.raw::<CpuMem>() {
+            Some(m) if m.owner == self.id => Ok(m),
+            _ => Err(Error::WrongDevice { device: self.name.clone(), buffer_device: buf.device().to_string() }),
+        }
+    }
+}
+
+impl Device for CpuDevice {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn runtime(&self) -> &'static str {
+        "CPU"
+    }
+
+    fn alloc(&self, bytes: usize) -> Result<Buffer> {
+        let layout = std::alloc::Layout::from_size_align(bytes.max(1), ALIGN).map_err(|_| Error::OutOfMemory(bytes))?;
+        // SAFETY: the layout has a nonzero size.
+        let ptr = NonNull::new(unsafe { std::alloc::alloc_zeroed(layout) }).ok_or(Error::OutOfMemory(bytes))?;
+        Ok(Buffer::new(self.name.clone(), bytes, Box::new(CpuMem { ptr, layout, owner: self.id })))
+    }
+
+    fn copy_in(&self, dst: &Buffer, data: &[u8]) -> Result<()> {
+        let m = self.mem(dst)?;
+        if data.len() != dst.bytes() {
+            return Err(Error::SizeMismatch { what: "copy_in data", expected: dst.bytes(), got: data.len() });
+        }
+        let _g = self.guard();
+        // SAFETY: `m` holds `dst.bytes()` bytes; the device lock excludes other accesses.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), m.ptr.as_ptr(), data.len()) };
+        Ok(())
+    }
+
+    fn copy_out(&self, src: &Buffer) -> Result<Vec<u8>> {
+        let m = self.mem(src)?;
+        let _g = self.guard();
+        // SAFETY: as in copy_in.
+        Ok(unsafe { std::slice::from_raw_parts(m.ptr.as_ptr(), src.bytes()) }.to_vec())
+    }
+
+    fn compile(&self, unit: &Unit) -> Result<Compiled> {
+        if unit.lang != Lang::C {
+            return Err(Error::Unsupported(format!("the CPU runtime compiles C, not {:?}", unit.lang)));
+        }
+        let (lib, path) = self.compiler.load(&unit.source)?;
+        let mut kernels = BTreeMap::new();
+        for k in &unit.kernels {
+            // SAFETY: every kernel the C renderer emits has the `KernelFn` signature.
+            let f = unsafe { lib.get::<KernelFn>(k.symbol.as_bytes()) }
+                .map_err(|e| Error::Load { path: path.clone(), message: format!("kernel '{}': {e}", k.name) })?;
+            kernels.insert(k.name.clone(), *f);
+        }
+        let prog = CpuProgram { _lib: lib, kernels };
+        Ok(Compiled::new("CPU", unit.kernels.clone(), Arc::new(prog)))
+    }
+
+    fn launch(&self, prog: &Compiled, kernel: &str, args: &[&Buffer]) -> Result<()> {
+        let cpu = prog
+            .raw::<CpuProgram>()
+            .ok_or_else(|| Error::Unsupported(format!("a {} program cannot run on {}", prog.runtime(), self.name)))?;
+        let sig: &KernelSig = prog.kernel(kernel).ok_or_else(|| Error::UnknownKernel(kernel.to_string()))?;
+        let f = *cpu.kernels.get(kernel).ok_or_else(|| Error::UnknownKernel(kernel.to_string()))?;
+        if args.len() != sig.params.len() {
+            return Err(Error::ArgCount { kernel: kernel.to_string(), expected: sig.params.len(), got: args.len() });
+        }
+        let mut ptrs = Vec::with_capacity(args.len());
+        for (i, (buf, p)) in args.iter().zip(&sig.params).enumerate() {
+            let m = self.mem(buf)?;
+            let need = p.size.saturating_mul(p.dtype.itemsize());
+            if buf.bytes() < need {
+                return Err(Error::BufferTooSmall { kernel: kernel.to_string(), index: i, got: buf.bytes(), need });
+            }
+            ptrs.push(m.ptr.as_ptr() as *mut c_void);
+        }
+        let _g = self.guard();
+        // SAFETY: the kernel accesses param i within its declared size (the renderer's
+        // contract with lowering), which fits in buffer i as checked above; the device lock
+        // keeps every other access to these buffers out while it runs.
+        unsafe { f(ptrs.as_mut_ptr()) };
+        Ok(())
+    }
+
+    fn copy_to(&self, src: &Buffer, dst_device: &dyn Device, dst: &Buffer) -> Result<()> {
+        let Some(other) = dst_device.as_any().downcast_ref::<CpuDevice>() else {
+            return Err(Error::Unsupported(format!(
+                "{} cannot copy directly to {} (use runtime::copy_between)",
+                self.name,
+                dst_device.name()
+            )));
+        };
+        let (s, d) = (self.mem(src)?, other.mem(dst)?);
+        if src.bytes() != dst.bytes() {
+            return Err(Error::SizeMismatch { what: "copy destination", expected: src.bytes(), got: dst.bytes() });
+        }
+        if std::ptr::eq(s, d) {
+            return Ok(());
+        }
+        // Lock both devices in id order (once if they are the same device).
+        let (_g1, _g2) = if self.id == other.id {
+            (self.guard(), None)
+        } else if self.id < other.id {
+            let g = self.guard();
+            (g, Some(other.guard()))
+        } else {
+            let g = other.guard();
+            (g, Some(self.guard()))
+        };
+        // SAFETY: two distinct allocations of `src.bytes()` bytes, both devices locked.
+        unsafe { std::ptr::copy_nonoverlapping(s.ptr.as_ptr(), d.ptr.as_ptr(), src.bytes()) };
+        Ok(())
+    }
+
+    fn synchronize(&self) -> Result<()> {
+        // Every operation completes before it returns.
+        drop(self.guard());
+        Ok(())
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dev(n: usize) -> CpuDevice {
+        CpuDevice::new(n, CCompiler::global())
+    }
+
+    #[test]
+    fn buffers_copy_in_out_and_between_devices() {
+        let (a, b) = (dev(0), dev(1));
+        let x = a.alloc(5).unwrap();
+        assert_eq!(a.copy_out(&x).unwrap(), vec![0; 5]);
+        a.copy_in(&x, &[1, 2, 3, 4, 5]).unwrap();
+        let y = b.alloc(5).unwrap();
+        a.copy_to(&x, &b, &y).unwrap();
+        a.copy_in(&x, &[9; 5]).unwrap();
+        assert_eq!(b.copy_out(&y).unwrap(), vec![1, 2, 3, 4, 5]);
+        b.copy_to(&y, &a, &x).unwrap();
+        assert_eq!(a.copy_out(&x).unwrap(), vec![1, 2, 3, 4, 5]);
+        // Same-device copy.
+        let z = a.alloc(5).unwrap();
+        a.copy_to(&x, &a, &z).unwrap();
+        assert_eq!(a.copy_out(&z).unwrap(), vec![1, 2, 3, 4, 5]);
+    }
+
+    #[test]
+    fn misuse_is_reported() {
+        let (a, b) = (dev(0), dev(0));
+        let x = a.alloc(4).unwrap();
+        assert!(matches!(b.copy_out(&x), Err(Error::WrongDevice { .. })));
+        assert!(matches!(a.copy_in(&x, &[1, 2]), Err(Error::SizeMismatch { .. })));
+        let y = b.alloc(3).unwrap();
+        assert!(matches!(a.copy_to(&x, &b, &y), Err(Error::SizeMismatch { .. })));
+        let empty = a.alloc(0).unwrap();
+        assert_eq!(a.copy_out(&empty).unwrap(), Vec::<u8>::new());
+    }
+}

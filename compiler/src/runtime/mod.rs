@@ -1,0 +1,256 @@
+//! Runtimes: devices that hold buffers, compile rendered units and launch their kernels.
+//!
+//! The interface is object safe so that a harness can hold `Arc<dyn Device>` for `CPU:0`,
+//! `CPU:1`, `CUDA:0`, … side by side. Handles are runtime-neutral structs that carry the
+//! runtime's own state as `dyn Any` (a CPU allocation today; a `CudaSlice`/`hipDeviceptr_t`
+//! and a module later), downcast by the runtime that made them:
+//!
+//! * [`Buffer`]: `bytes` of device memory owned by one device ([`Buffer::device`]);
+//! * [`Unit`]: what a renderer produces, source text plus each kernel's symbol and params;
+//! * [`Compiled`]: a unit compiled (and loaded) by one runtime, kernels looked up by name.
+//!
+//! Operations on one device are ordered as on a GPU stream: each call completes before the
+//! next one on that device starts (the CPU runtime runs them synchronously under a
+//! per-device lock, so [`Device::synchronize`] has nothing to wait for). Copies between two
+//! devices of one runtime are [`Device::copy_to`]; across runtimes use [`copy_between`],
+//! which stages through the host.
+//!
+//! Errors are values ([`Error`]); bad arguments (a buffer of another device, a buffer too
+//! small for a kernel's parameter, a wrong count) are reported before any kernel runs.
+
+pub mod cache;
+pub mod cpu;
+
+use std::any::Any;
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use uopkit_interp::kernel::{ParamDecl, Program};
+
+pub use cache::CCompiler;
+pub use cpu::CpuDevice;
+
+/// Errors of the runtimes.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The C compiler could not be started (missing binary, no permission, …).
+    #[error("C compiler '{cc}' could not be run: {message} (set UOPKIT_CC to a working C compiler)")]
+    CompilerUnavailable { cc: String, message: String },
+    /// The C compiler ran and rejected the source.
+    #[error("C compiler '{cc}' failed ({status}); the source is kept at {}\n{stderr}", source_path.display())]
+    Compile { cc: String, status: String, stderr: String, source_path: PathBuf },
+    /// The kernel cache directory could not be used.
+    #[error("kernel cache {}: {message}", path.display())]
+    Cache { path: PathBuf, message: String },
+    /// A compiled library could not be loaded, or lacks a kernel's symbol.
+    #[error("loading {}: {message}", path.display())]
+    Load { path: PathBuf, message: String },
+    #[error("kernel '{0}' is not in this compiled unit")]
+    UnknownKernel(String),
+    #[error("kernel '{kernel}' takes {expected} buffers, {got} given")]
+    ArgCount { kernel: String, expected: usize, got: usize },
+    #[error("kernel '{kernel}' argument {index}: the buffer has {got} bytes, the parameter needs {need}")]
+    BufferTooSmall { kernel: String, index: usize, got: usize, need: usize },
+    #[error("a buffer of {buffer_device} was given to {device}")]
+    WrongDevice { device: String, buffer_device: String },
+    #[error("{what}: {got} bytes where {expected} are expected")]
+    SizeMismatch { what: &'static str, expected: usize, got: usize },
+    #[error("cannot allocate {0} bytes")]
+    OutOfMemory(usize),
+    #[error("unknown device '{0}' (expected CPU, CPU:n, CUDA:n or HIP:n)")]
+    UnknownDevice(String),
+    #[error("{0}")]
+    Unsupported(String),
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// The source language of a [`Unit`].
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Lang {
+    /// C99 with `<stdint.h>`/`<math.h>`; kernels are `void sym(void **args)`.
+    C,
+}
+
+/// One kernel of a unit: the program's name (what `launch` takes), its symbol in the
+/// compiled object, and its parameters (checked against the buffers at launch).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KernelSig {
+    pub name: String,
+    pub symbol: String,
+    pub params: Vec<ParamDecl>,
+}
+
+/// A rendered translation unit: the input of [`Device::compile`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Unit {
+    pub lang: Lang,
+    pub source: String,
+    pub kernels: Vec<KernelSig>,
+}
+
+impl Unit {
+    /// Renders `programs` as one C unit (see [`crate::render::c`]).
+    pub fn c(programs: &[Program]) -> Unit {
+        crate::render::c_unit(programs)
+    }
+
+    pub fn kernel(&self, name: &str) -> Option<&KernelSig> {
+        self.kernels.iter().find(|k| k.name == name)
+    }
+}
+
+/// Memory owned by one device. Dropping it frees the memory.
+pub struct Buffer {
+    device: String,
+    bytes: usize,
+    raw: Box<dyn Any + Send + Sync>,
+}
+
+impl Buffer {
+    /// For runtimes: wraps the runtime's own allocation `raw`.
+    pub fn new(device: impl Into<String>, bytes: usize, raw: Box<dyn Any + Send + Sync>) -> Self {
+        Buffer { device: device.into(), bytes, raw }
+    }
+
+    /// The name of the device that owns the buffer (`"CPU:0"`).
+    pub fn device(&self) -> &str {
+        &self.device
+    }
+
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// For runtimes: the allocation, if it is a `T`.
+    pub fn raw<T: Any>(&self) -> Option<&T> {
+        self.raw.downcast_ref()
+    }
+}
+
+impl fmt::Debug for Buffer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Buffer({}, {} bytes)", self.device, self.bytes)
+    }
+}
+
+/// A compiled unit. Cheap to clone; keeps the loaded code alive.
+#[derive(Clone)]
+pub struct Compiled {
+    runtime: &'static str,
+    kernels: Vec<KernelSig>,
+    raw: Arc<dyn Any + Send + Sync>,
+}
+
+impl Compiled {
+    /// For runtimes: wraps the runtime's own compiled object `raw`.
+    pub fn new(runtime: &'static str, kernels: Vec<KernelSig>, raw: Arc<dyn Any + Send + Sync>) -> Self {
+        Compiled { runtime, kernels, raw }
+    }
+
+    /// The runtime that compiled it (`"CPU"`).
+    pub fn runtime(&self) -> &'static str {
+        self.runtime
+    }
+
+    pub fn kernels(&self) -> &[KernelSig] {
+        &self.kernels
+    }
+
+    pub fn kernel(&self, name: &str) -> Option<&KernelSig> {
+        self.kernels.iter().find(|k| k.name == name)
+    }
+
+    /// For runtimes: the compiled object, if it is a `T`.
+    pub fn raw<T: Any>(&self) -> Option<&T> {
+        self.raw.downcast_ref()
+    }
+}
+
+impl fmt::Debug for Compiled {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names: Vec<&str> = self.kernels.iter().map(|k| k.name.as_str()).collect();
+        write!(f, "Compiled({}, {names:?})", self.runtime)
+    }
+}
+
+/// A device of some runtime.
+pub trait Device: Send + Sync + fmt::Debug {
+    /// `"CPU:0"`, `"CUDA:1"`, …
+    fn name(&self) -> &str;
+    /// The runtime's name: `"CPU"`, `"CUDA"`, `"HIP"`.
+    fn runtime(&self) -> &'static str;
+    /// Allocates `bytes` bytes (zeroed on the CPU; contents unspecified elsewhere).
+    fn alloc(&self, bytes: usize) -> Result<Buffer>;
+    /// Host → device; `data.len()` must equal the buffer's size.
+    fn copy_in(&self, dst: &Buffer, data: &[u8]) -> Result<()>;
+    /// Device → host: the buffer's bytes.
+    fn copy_out(&self, src: &Buffer) -> Result<Vec<u8>>;
+    /// Compiles and loads a unit for this device.
+    fn compile(&self, unit: &Unit) -> Result<Compiled>;
+    /// Runs kernel `kernel` of `prog` with `args[i]` bound to parameter i; returns once the
+    /// kernel has finished (or, on an asynchronous runtime, once it is queued: see
+    /// [`Device::synchronize`]).
+    fn launch(&self, prog: &Compiled, kernel: &str, args: &[&Buffer]) -> Result<()>;
+    /// Copies `src` (on this device) into `dst` on `dst_device`, a device of the same runtime
+    /// (or this one). Sizes must be equal. Other runtimes: [`copy_between`].
+    fn copy_to(&self, src: &Buffer, dst_device: &dyn Device, dst: &Buffer) -> Result<()>;
+    /// Waits for everything queued on this device.
+    fn synchronize(&self) -> Result<()>;
+    /// For downcasting in [`Device::copy_to`].
+    fn as_any(&self) -> &dyn Any;
+}
+
+/// Copies between any two devices: directly within one runtime, through the host otherwise.
+pub fn copy_between(src_dev: &dyn Device, src: &Buffer, dst_dev: &dyn Device, dst: &Buffer) -> Result<()> {
+    if src_dev.runtime() == dst_dev.runtime() {
+        return src_dev.copy_to(src, dst_dev, dst);
+    }
+    if src.bytes() != dst.bytes() {
+        return Err(Error::SizeMismatch { what: "copy destination", expected: src.bytes(), got: dst.bytes() });
+    }
+    let host = src_dev.copy_out(src)?;
+    dst_dev.copy_in(dst, &host)
+}
+
+/// Parses a device name (`"CPU"` = `"CPU:0"`, `"CPU:3"`, `"CUDA:0"`, …) into runtime and
+/// ordinal. Only the name's form is checked.
+pub fn parse_device(name: &str) -> Result<(&str, usize)> {
+    let (rt, ord) = match name.split_once(':') {
+        Some((rt, n)) => (rt, n.parse::<usize>().map_err(|_| Error::UnknownDevice(name.to_string()))?),
+        None => (name, 0),
+    };
+    match rt {
+        "CPU" | "CUDA" | "HIP" => Ok((rt, ord)),
+        _ => Err(Error::UnknownDevice(name.to_string())),
+    }
+}
+
+/// The process-wide device for `name`: `"CPU:n"` gives the same [`CpuDevice`] on every call
+/// (with the default compiler, see [`CCompiler::global`]). CUDA and HIP are not built yet.
+pub fn open(name: &str) -> Result<Arc<dyn Device>> {
+    match parse_device(name)? {
+        ("CPU", n) => Ok(CpuDevice::get(n)),
+        (rt, _) => Err(Error::Unsupported(format!("the {rt} runtime is not available in this build"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn device_names() {
+        assert_eq!(parse_device("CPU").unwrap(), ("CPU", 0));
+        assert_eq!(parse_device("CPU:2").unwrap(), ("CPU", 2));
+        assert_eq!(parse_device("CUDA:1").unwrap(), ("CUDA", 1));
+        assert!(matches!(parse_device("TPU:0"), Err(Error::UnknownDevice(_))));
+        assert!(matches!(parse_device("CPU:x"), Err(Error::UnknownDevice(_))));
+        assert!(matches!(open("CUDA:0"), Err(Error::Unsupported(_))));
+        let a = open("CPU:1").unwrap();
+        let b = open("CPU:1").unwrap();
+        assert_eq!(a.name(), "CPU:1");
+        assert!(std::ptr::addr_eq(Arc::as_ptr(&a), Arc::as_ptr(&b)));
+    }
+}

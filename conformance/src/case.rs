@@ -1,0 +1,207 @@
+//! The case file format (`uopkit-case/1`, see `docs/case-format.md`) as serde types.
+//! Literals stay `serde_json::Value`s so that reading and writing a case keeps its bytes.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value as Json;
+use uopkit_interp::ir::{DType, Op};
+use uopkit_interp::scalar::Ub;
+
+pub const FORMAT: &str = "uopkit-case/1";
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Case {
+    pub format: String,
+    pub description: String,
+    #[serde(default)]
+    pub tags: Vec<String>,
+    pub graph: Vec<NodeJson>,
+    #[serde(default)]
+    pub inputs: BTreeMap<String, Init>,
+    #[serde(default)]
+    pub outputs: Vec<Output>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expect_error: Option<ExpectError>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<ScheduleExpect>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeJson {
+    pub id: u64,
+    pub op: Op,
+    pub dtype: DType,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub src: Vec<u64>,
+    #[serde(default, skip_serializing_if = "Json::is_null")]
+    pub arg: Json,
+}
+
+/// Initial contents of a buffer.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Init {
+    Data(Vec<Json>),
+    Fill(Json),
+    Arange { start: Json, step: Json },
+    Prng { seed: u64, lo: i64, hi: i64 },
+    Uninit(bool),
+    PerDevice(Vec<Init>),
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Compare {
+    #[default]
+    Exact,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NanPolicy {
+    /// A NaN must have exactly the expected bits.
+    #[default]
+    Canonical,
+    /// Any NaN matches any NaN.
+    Any,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Output {
+    pub name: String,
+    pub node: u64,
+    pub shape: Vec<usize>,
+    /// Row-major literals; for a multi-device value, one list per device.
+    pub expect: Json,
+    #[serde(default)]
+    pub compare: Compare,
+    #[serde(default)]
+    pub nan: NanPolicy,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    Ub,
+    Verify,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExpectError {
+    pub kind: ErrorKind,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ub: Option<Ub>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub element: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contains: Option<String>,
+}
+
+/// Expectations about the compiled schedule (checked by the compiler's trials).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScheduleExpect {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub copies: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernels: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_kernel: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub writes: Option<Vec<u64>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub copy_pairs: Option<Vec<(String, String)>>,
+}
+
+impl Case {
+    /// The canonical text of a case file (what `uopkit fmt` writes).
+    pub fn to_canonical_string(&self) -> String {
+        // Serializing plain data with string keys cannot fail.
+        let mut s = serde_json::to_string_pretty(self).unwrap_or_default();
+        s.push('\n');
+        s
+    }
+}
+
+/// The JSON Schema of the case format (what `uopkit schema` prints).
+pub fn json_schema() -> Json {
+    let literal = serde_json::json!({
+        "description": "scalar literal: bool, integer, number, or a string (\"inf\", \"-inf\", \"nan\", \"-nan\", \"-0.0\", a decimal, or \"0x…\" raw bits)",
+        "type": ["boolean", "integer", "number", "string"]
+    });
+    let init = serde_json::json!({
+        "oneOf": [
+            {"type": "object", "required": ["data"], "properties": {"data": {"type": "array", "items": {"$ref": "#/$defs/literal"}}}, "additionalProperties": false},
+            {"type": "object", "required": ["fill"], "properties": {"fill": {"$ref": "#/$defs/literal"}}, "additionalProperties": false},
+            {"type": "object", "required": ["arange"], "properties": {"arange": {"type": "object", "required": ["start", "step"], "properties": {"start": {"$ref": "#/$defs/literal"}, "step": {"$ref": "#/$defs/literal"}}}}, "additionalProperties": false},
+            {"type": "object", "required": ["prng"], "properties": {"prng": {"type": "object", "required": ["seed", "lo", "hi"], "properties": {"seed": {"type": "integer"}, "lo": {"type": "integer"}, "hi": {"type": "integer"}}}}, "additionalProperties": false},
+            {"type": "object", "required": ["uninit"], "properties": {"uninit": {"type": "boolean"}}, "additionalProperties": false},
+            {"type": "object", "required": ["per_device"], "properties": {"per_device": {"type": "array", "items": {"$ref": "#/$defs/init"}}}, "additionalProperties": false}
+        ]
+    });
+    let ops: Vec<&str> = Op::ALL.iter().map(|o| o.name()).collect();
+    let dtypes: Vec<&str> = std::iter::once("void").chain(DType::ALL.iter().map(|d| d.name())).collect();
+    serde_json::json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "uopkit case",
+        "description": "One conformance case: a UOp tensor graph, its inputs, and the expected outputs or error. See docs/case-format.md.",
+        "type": "object",
+        "required": ["format", "description", "graph"],
+        "additionalProperties": false,
+        "properties": {
+            "format": {"const": FORMAT},
+            "description": {"type": "string"},
+            "tags": {"type": "array", "items": {"type": "string"}},
+            "graph": {"type": "array", "items": {
+                "type": "object", "required": ["id", "op", "dtype"], "additionalProperties": false,
+                "properties": {
+                    "id": {"type": "integer", "minimum": 0},
+                    "op": {"enum": ops},
+                    "dtype": {"enum": dtypes},
+                    "src": {"type": "array", "items": {"type": "integer", "minimum": 0}},
+                    "arg": {"description": "per-op argument, see docs/ir.md"}
+                }
+            }},
+            "inputs": {"type": "object", "additionalProperties": {"$ref": "#/$defs/init"}},
+            "outputs": {"type": "array", "items": {
+                "type": "object", "required": ["name", "node", "shape", "expect"], "additionalProperties": false,
+                "properties": {
+                    "name": {"type": "string"},
+                    "node": {"type": "integer"},
+                    "shape": {"type": "array", "items": {"type": "integer", "minimum": 0}},
+                    "expect": {"type": "array"},
+                    "compare": {"enum": ["exact"]},
+                    "nan": {"enum": ["canonical", "any"]}
+                }
+            }},
+            "expect_error": {
+                "type": "object", "required": ["kind"], "additionalProperties": false,
+                "properties": {
+                    "kind": {"enum": ["ub", "verify"]},
+                    "ub": {"enum": ["div_by_zero", "div_overflow", "shift_out_of_range", "float_to_int_out_of_range", "out_of_bounds", "uninitialized_read"]},
+                    "node": {"type": "integer"},
+                    "element": {"type": "integer"},
+                    "contains": {"type": "string"}
+                }
+            },
+            "schedule": {
+                "type": "object", "additionalProperties": false,
+                "properties": {
+                    "copies": {"type": "integer"},
+                    "kernels": {"type": "integer"},
+                    "no_kernel": {"type": "boolean"},
+                    "writes": {"type": "array", "items": {"type": "integer"}},
+                    "copy_pairs": {"type": "array", "items": {"type": "array", "items": {"type": "string"}, "minItems": 2, "maxItems": 2}}
+                }
+            }
+        },
+        "$defs": {"literal": literal, "init": init}
+    })
+}

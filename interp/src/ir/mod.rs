@@ -1,0 +1,12 @@
+//! The UOp IR: dtypes, devices, ops and the interned node graph.
+
+pub mod device;
+pub mod dtype;
+pub mod inline;
+pub mod node;
+pub mod op;
+
+pub use device::{Backend, Device, DeviceSpec};
+pub use dtype::DType;
+pub use node::{Arg, Graph, Node, NodeId};
+pub use op::Op;

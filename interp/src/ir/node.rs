@@ -1,0 +1,149 @@
+//! The UOp DAG: nodes are interned in a [`Graph`], so structurally equal nodes are one node
+//! (hash-consing) and a node reference is a cheap copyable [`NodeId`].
+
+use std::collections::HashMap;
+use std::fmt;
+
+use super::device::DeviceSpec;
+use super::dtype::DType;
+use super::op::Op;
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct NodeId(pub u32);
+
+impl NodeId {
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+impl fmt::Display for NodeId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "%{}", self.0)
+    }
+}
+
+/// The argument of a node. Which variant an op takes is documented in `docs/ir.md` and
+/// checked by the verifier.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Arg {
+    None,
+    /// BUFFER / PARAM: a flat storage of `size` elements on `device`. `slot` makes two buffers
+    /// with the same size distinct nodes (tinygrad's ParamArg.slot).
+    Buffer { slot: u32, size: usize, device: DeviceSpec },
+    /// CONST: the value's bits in the node's dtype (low bits of the u64, zero-extended).
+    Const(u64),
+    /// COPY: the target device(s).
+    Device(DeviceSpec),
+    /// RESHAPE: the new shape. EXPAND: the new leading dims (EXPAND only prepends).
+    Shape(Vec<usize>),
+    /// PERMUTE: the permutation.
+    Perm(Vec<usize>),
+    /// PAD: per axis (offset, new_size). SHRINK: per axis (offset, size).
+    Window { offsets: Vec<usize>, sizes: Vec<usize> },
+    /// FLIP: per axis.
+    Flip(Vec<bool>),
+    /// REDUCE: reduce the first `axes` axes with `op` (ADD, MUL or MAX).
+    Reduce { op: Op, axes: usize },
+    /// ALLREDUCE: reduce across `devices` with `op`.
+    AllReduce { op: Op, devices: Vec<super::device::Device> },
+    /// MSELECT: the device index.
+    Index(usize),
+    /// UNSHARD: the sharded axis.
+    Axis(usize),
+    /// CALL: a name for reports.
+    Name(String),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Node {
+    pub op: Op,
+    pub dtype: DType,
+    pub src: Vec<NodeId>,
+    pub arg: Arg,
+}
+
+/// An arena of interned nodes. Sources always precede their users (ids are a topological
+/// order), so a graph built through [`Graph::add`] cannot contain a cycle.
+#[derive(Clone, Debug, Default)]
+pub struct Graph {
+    nodes: Vec<Node>,
+    interned: HashMap<Node, NodeId>,
+}
+
+impl Graph {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a node, or returns the existing node that is structurally equal.
+    /// Panics only on a programming error: a source id that is not in this graph.
+    pub fn add(&mut self, node: Node) -> NodeId {
+        if let Some(&id) = self.interned.get(&node) {
+            return id;
+        }
+        assert!(
+            node.src.iter().all(|s| s.index() < self.nodes.len()),
+            "source of a new node must already be in the graph"
+        );
+        let id = NodeId(self.nodes.len() as u32);
+        self.nodes.push(node.clone());
+        self.interned.insert(node, id);
+        id
+    }
+
+    pub fn node(&self, id: NodeId) -> &Node {
+        &self.nodes[id.index()]
+    }
+
+    pub fn get(&self, id: NodeId) -> Option<&Node> {
+        self.nodes.get(id.index())
+    }
+
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    /// All node ids in topological order (sources first).
+    pub fn ids(&self) -> impl Iterator<Item = NodeId> + '_ {
+        (0..self.nodes.len() as u32).map(NodeId)
+    }
+
+    /// The nodes reachable from `roots`, in topological order.
+    pub fn reachable(&self, roots: &[NodeId]) -> Vec<NodeId> {
+        let mut seen = vec![false; self.nodes.len()];
+        let mut stack: Vec<NodeId> = roots.to_vec();
+        while let Some(id) = stack.pop() {
+            if std::mem::replace(&mut seen[id.index()], true) {
+                continue;
+            }
+            stack.extend(self.node(id).src.iter().copied());
+        }
+        self.ids().filter(|id| seen[id.index()]).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn structurally_equal_nodes_are_one_node() {
+        let mut g = Graph::new();
+        let c = |g: &mut Graph| {
+            g.add(Node { op: Op::CONST, dtype: DType::Int32, src: vec![], arg: Arg::Const(3) })
+        };
+        let a = c(&mut g);
+        let b = c(&mut g);
+        assert_eq!(a, b);
+        let s1 = g.add(Node { op: Op::ADD, dtype: DType::Int32, src: vec![a, b], arg: Arg::None });
+        let s2 = g.add(Node { op: Op::ADD, dtype: DType::Int32, src: vec![a, a], arg: Arg::None });
+        assert_eq!(s1, s2);
+        assert_eq!(g.len(), 2);
+        assert_eq!(g.reachable(&[s1]), vec![a, s1]);
+    }
+}

@@ -1,0 +1,206 @@
+//! `uopkit`: run conformance cases through the exact oracle.
+//!
+//! Exit codes: 0 = everything as expected, 1 = a case disagrees with its expectation,
+//! 2 = bad input (unreadable or malformed case, a graph the verifier rejects).
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use uopkit_conformance::case::Case;
+use uopkit_conformance::corpus;
+use uopkit_conformance::load::{self, read_case, LoadError};
+use uopkit_conformance::run::{self, RunError};
+use uopkit_interp::eval::{Data, Elem, Value};
+use uopkit_interp::scalar::literal;
+
+#[derive(Parser)]
+#[command(name = "uopkit", version, about = "Exact oracle and conformance kit for tinygrad-style UOp graphs")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run every case of the corpus through the oracle and print a summary.
+    Check {
+        /// The corpus directory.
+        #[arg(long, default_value = "corpus")]
+        corpus: PathBuf,
+        /// Only cases whose name contains this text.
+        filter: Option<String>,
+    },
+    /// Run one case and print its outputs.
+    Run {
+        file: PathBuf,
+    },
+    /// Print the JSON Schema of the case format.
+    Schema,
+    /// Rewrite case files in the canonical layout (or only check with --check).
+    Fmt {
+        #[arg(long)]
+        check: bool,
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Check { corpus, filter } => check(&corpus, filter.as_deref()),
+        Command::Run { file } => run_one(&file),
+        Command::Schema => {
+            println!("{}", serde_json::to_string_pretty(&uopkit_conformance::case::json_schema()).unwrap_or_default());
+            ExitCode::SUCCESS
+        }
+        Command::Fmt { check, files } => fmt(check, &files),
+    }
+}
+
+fn bad_input(msg: impl std::fmt::Display) -> ExitCode {
+    eprintln!("error: {msg}");
+    ExitCode::from(2)
+}
+
+fn check(dir: &Path, filter: Option<&str>) -> ExitCode {
+    let files = match corpus::case_files(dir) {
+        Ok(f) => f,
+        Err(e) => return bad_input(format!("{}: cannot list the corpus: {e}", dir.display())),
+    };
+    let (mut passed, mut failed, mut bad) = (0, 0, 0);
+    for file in &files {
+        let name = corpus::case_name(dir, file);
+        if filter.is_some_and(|f| !name.contains(f)) {
+            continue;
+        }
+        let case = match read_case(file) {
+            Ok(c) => c,
+            Err(e) => {
+                println!("BAD   {name}: {e}");
+                bad += 1;
+                continue;
+            }
+        };
+        match run::check_oracle(&case) {
+            Ok(_) => passed += 1,
+            Err(report) => {
+                println!("FAIL  {name}: {}", report.trim_end().replace('\n', "\n      "));
+                failed += 1;
+            }
+        }
+    }
+    println!("oracle: {passed} passed, {failed} failed, {bad} unreadable ({} cases in {})", files.len(), dir.display());
+    if bad > 0 {
+        ExitCode::from(2)
+    } else if failed > 0 {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+fn run_one(file: &Path) -> ExitCode {
+    let case = match read_case(file) {
+        Ok(c) => c,
+        Err(e) => return bad_input(e),
+    };
+    println!("{}: {}", file.display(), case.description);
+    match run::run_oracle(&case) {
+        Err(RunError::Load(e)) => {
+            let e = match e {
+                LoadError::Case(c) => c.in_file(file).to_string(),
+                LoadError::Verify(v) => format!("{}: verifier: {v}", file.display()),
+            };
+            if case.expect_error.is_some() && run::check_oracle(&case).is_ok() {
+                println!("rejected as the case expects: {e}");
+                return ExitCode::SUCCESS;
+            }
+            bad_input(e)
+        }
+        Err(RunError::Output(e)) => bad_input(format!("{}: {e}", file.display())),
+        Err(e) => {
+            println!("oracle: {e}");
+            verdict(&case)
+        }
+        Ok(oracle) => match run::output_values(&case, &oracle) {
+            Ok(values) => {
+                for (out, v) in case.outputs.iter().zip(values) {
+                    print_value(&out.name, v);
+                }
+                verdict(&case)
+            }
+            Err(e) => {
+                println!("oracle: {e}");
+                verdict(&case)
+            }
+        },
+    }
+}
+
+/// Says whether the oracle's result matches what the case expects.
+fn verdict(case: &Case) -> ExitCode {
+    match run::check_oracle(case) {
+        Ok(_) => {
+            println!("as expected");
+            ExitCode::SUCCESS
+        }
+        Err(report) => {
+            println!("NOT as expected:\n{report}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn print_value(name: &str, v: &Value) {
+    let show = |comp: &[Elem]| -> String {
+        let items: Vec<String> = comp
+            .iter()
+            .map(|e| match e {
+                Elem::Bits(b) => literal::display(v.dtype, *b),
+                Elem::Uninit { .. } => "?".to_string(),
+            })
+            .collect();
+        format!("[{}]", items.join(", "))
+    };
+    match &v.data {
+        Data::Single(c) => println!("{name}: {} {:?} = {}", v.dtype, v.shape, show(c)),
+        Data::Multi(cs) => {
+            println!("{name}: {} {:?} on {} devices", v.dtype, v.shape, cs.len());
+            for (i, c) in cs.iter().enumerate() {
+                println!("  device {i}: {}", show(c));
+            }
+        }
+    }
+}
+
+fn fmt(check_only: bool, files: &[PathBuf]) -> ExitCode {
+    let mut differ = 0;
+    for file in files {
+        let case = match read_case(file) {
+            Ok(c) => c,
+            Err(e) => return bad_input(e),
+        };
+        if let Err(e) = load::load(&case) {
+            if case.expect_error.is_none() {
+                return bad_input(format!("{}: {e}", file.display()));
+            }
+        }
+        let canonical = case.to_canonical_string();
+        let current = std::fs::read_to_string(file).unwrap_or_default();
+        if canonical != current {
+            differ += 1;
+            if check_only {
+                println!("not canonical: {}", file.display());
+            } else if let Err(e) = std::fs::write(file, canonical) {
+                return bad_input(format!("{}: cannot write: {e}", file.display()));
+            }
+        }
+    }
+    if check_only && differ > 0 {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}

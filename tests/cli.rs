@@ -1,0 +1,162 @@
+//! The CLI on bad input: every malformed case gets a message naming the file, the node and
+//! the reason, and exit code 2 — never a panic. And on good input: exit 0 with the outputs.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+fn uopkit(args: &[&str]) -> (i32, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_uopkit")).args(args).output().expect("the uopkit binary runs");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    (out.status.code().unwrap_or(-1), text)
+}
+
+fn case_file(dir: &tempfile::TempDir, name: &str, body: &str) -> PathBuf {
+    let p = dir.path().join(name);
+    std::fs::write(&p, body).expect("write the case");
+    p
+}
+
+/// A case around a graph given as JSON text.
+fn with_graph(graph: &str, inputs: &str, outputs: &str) -> String {
+    format!(
+        r#"{{"format": "uopkit-case/1", "description": "bad input test", "tags": [], "graph": {graph}, "inputs": {inputs}, "outputs": {outputs}}}"#
+    )
+}
+
+const BUF: &str = r#"{"id": 0, "op": "BUFFER", "dtype": "int32", "arg": {"slot": 0, "size": 4, "device": "CPU"}}"#;
+
+/// Runs `uopkit run` on the case and checks: exit 2, the file name, the node and the reason.
+fn rejects(name: &str, body: &str, node: Option<u64>, reason: &str) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = case_file(&dir, name, body);
+    let (code, text) = uopkit(&["run", file.to_str().expect("utf-8 path")]);
+    assert_eq!(code, 2, "{name}: expected exit 2, got {code}:\n{text}");
+    assert!(text.contains(name), "{name}: message does not name the file:\n{text}");
+    if let Some(n) = node {
+        assert!(text.contains(&format!("node {n}")) || text.contains(&format!("%{n}")), "{name}: message does not name node {n}:\n{text}");
+    }
+    assert!(text.contains(reason), "{name}: message does not say '{reason}':\n{text}");
+    assert!(!text.contains("panicked"), "{name}: panic:\n{text}");
+}
+
+#[test]
+fn malformed_json() {
+    rejects("malformed.json", "{\"format\": \"uopkit-case/1\", \"graph\": [", None, "malformed case");
+}
+
+#[test]
+fn unknown_op() {
+    let g = format!(r#"[{BUF}, {{"id": 1, "op": "FROBNICATE", "dtype": "int32", "src": [0]}}]"#);
+    rejects("unknown_op.json", &with_graph(&g, "{}", "[]"), None, "unknown op 'FROBNICATE'");
+}
+
+#[test]
+fn unknown_dtype() {
+    let g = r#"[{"id": 0, "op": "BUFFER", "dtype": "float128", "arg": {"slot": 0, "size": 4, "device": "CPU"}}]"#;
+    rejects("unknown_dtype.json", &with_graph(g, "{}", "[]"), None, "unknown dtype 'float128'");
+}
+
+#[test]
+fn dangling_source() {
+    let g = format!(r#"[{BUF}, {{"id": 1, "op": "NEG", "dtype": "int32", "src": [7]}}]"#);
+    rejects("dangling.json", &with_graph(&g, "{}", "[]"), Some(1), "source 7 is not a node");
+}
+
+#[test]
+fn cycle() {
+    let g = r#"[{"id": 0, "op": "NEG", "dtype": "int32", "src": [1]}, {"id": 1, "op": "NEG", "dtype": "int32", "src": [0]}]"#;
+    rejects("cycle.json", &with_graph(g, "{}", "[]"), None, "cycle");
+}
+
+#[test]
+fn shape_mismatch() {
+    let g = format!(
+        r#"[{BUF}, {{"id": 1, "op": "RESHAPE", "dtype": "int32", "src": [0], "arg": [2, 2]}}, {{"id": 2, "op": "ADD", "dtype": "int32", "src": [0, 1]}}]"#
+    );
+    rejects("shape_mismatch.json", &with_graph(&g, "{}", "[]"), Some(2), "operand shapes differ");
+}
+
+#[test]
+fn dtype_mismatch() {
+    let g = format!(
+        r#"[{BUF}, {{"id": 1, "op": "CAST", "dtype": "float32", "src": [0]}}, {{"id": 2, "op": "ADD", "dtype": "int32", "src": [0, 1]}}]"#
+    );
+    rejects("dtype_mismatch.json", &with_graph(&g, "{}", "[]"), Some(2), "operand dtypes differ");
+}
+
+#[test]
+fn absurd_size_is_refused_before_allocation() {
+    let g = r#"[{"id": 0, "op": "BUFFER", "dtype": "float32", "arg": {"slot": 0, "size": 1000000000000000, "device": "CPU"}}]"#;
+    rejects("absurd_size.json", &with_graph(g, r#"{"0": {"fill": 0}}"#, "[]"), Some(0), "over the limit");
+}
+
+#[test]
+fn absurd_expand_is_refused() {
+    let g = format!(r#"[{BUF}, {{"id": 1, "op": "EXPAND", "dtype": "int32", "src": [0], "arg": [1000000, 1000000]}}]"#);
+    rejects("absurd_expand.json", &with_graph(&g, "{}", "[]"), Some(1), "more than");
+}
+
+#[test]
+fn bad_permutation() {
+    let g = format!(
+        r#"[{BUF}, {{"id": 1, "op": "RESHAPE", "dtype": "int32", "src": [0], "arg": [2, 2]}}, {{"id": 2, "op": "PERMUTE", "dtype": "int32", "src": [1], "arg": [0, 0]}}]"#
+    );
+    rejects("bad_permute.json", &with_graph(&g, "{}", "[]"), Some(2), "not a permutation");
+}
+
+#[test]
+fn bad_input_literal() {
+    rejects("bad_literal.json", &with_graph(&format!("[{BUF}]"), r#"{"0": {"data": [1, 2, 3, 3000000000]}}"#, "[]"), Some(0), "element 3");
+}
+
+#[test]
+fn output_names_a_missing_node() {
+    let out = r#"[{"name": "x", "node": 9, "shape": [4], "expect": [0, 0, 0, 0]}]"#;
+    rejects("missing_output.json", &with_graph(&format!("[{BUF}]"), r#"{"0": {"fill": 0}}"#, out), Some(9), "no such node");
+}
+
+#[test]
+fn wrong_device_for_alu() {
+    let g = r#"[{"id": 0, "op": "BUFFER", "dtype": "int32", "arg": {"slot": 0, "size": 4, "device": "CPU:0"}},
+                {"id": 1, "op": "BUFFER", "dtype": "int32", "arg": {"slot": 1, "size": 4, "device": "CPU:1"}},
+                {"id": 2, "op": "ADD", "dtype": "int32", "src": [0, 1]}]"#;
+    rejects("device_mismatch.json", &with_graph(g, "{}", "[]"), Some(2), "different devices");
+}
+
+#[test]
+fn good_case_prints_outputs() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let g = format!(r#"[{BUF}, {{"id": 1, "op": "ADD", "dtype": "int32", "src": [0, 0]}}]"#);
+    let out = r#"[{"name": "twice", "node": 1, "shape": [4], "expect": [2, 4, 6, -8]}]"#;
+    let file = case_file(&dir, "good.json", &with_graph(&g, r#"{"0": {"data": [1, 2, 3, -4]}}"#, out));
+    let (code, text) = uopkit(&["run", file.to_str().expect("utf-8 path")]);
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains("twice: int32 [4] = [2, 4, 6, -8]"), "{text}");
+}
+
+#[test]
+fn wrong_expectation_exits_1() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let g = format!(r#"[{BUF}, {{"id": 1, "op": "ADD", "dtype": "int32", "src": [0, 0]}}]"#);
+    let out = r#"[{"name": "twice", "node": 1, "shape": [4], "expect": [2, 4, 6, 8]}]"#;
+    let file = case_file(&dir, "wrong.json", &with_graph(&g, r#"{"0": {"data": [1, 2, 3, -4]}}"#, out));
+    let (code, text) = uopkit(&["run", file.to_str().expect("utf-8 path")]);
+    assert_eq!(code, 1, "{text}");
+    assert!(text.contains("1 of 4 elements differ"), "{text}");
+    assert!(text.contains("[3]: expected 8 (0x00000008), got -8 (0xfffffff8)"), "{text}");
+}
+
+#[test]
+fn check_reports_a_missing_corpus_as_bad_input() {
+    let (code, text) = uopkit(&["check", "--corpus", "/nonexistent/corpus"]);
+    assert_eq!(code, 2, "{text}");
+    assert!(text.contains("/nonexistent/corpus"), "{text}");
+}
+
+#[test]
+fn schema_is_json() {
+    let (code, text) = uopkit(&["schema"]);
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(&text).expect("schema is JSON");
+    assert_eq!(v["properties"]["format"]["const"], "uopkit-case/1");
+}

@@ -1,0 +1,39 @@
+//! The conformance harness: one trial per corpus case and backend.
+//! `cargo test --test conformance` runs it; `-- --list` lists the trials and any text
+//! argument filters them (e.g. `-- oracle::seeds/`).
+//!
+//! Backends today: `oracle` (the case's hand-derived expectations against the exact
+//! interpreter). The compiler's backends add their trials here as they arrive.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use libtest_mimic::{Arguments, Failed, Trial};
+use uopkit_conformance::{corpus, load, run};
+
+fn corpus_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus")
+}
+
+fn oracle_trial(file: PathBuf) -> Result<(), Failed> {
+    let case = load::read_case(&file).map_err(|e| Failed::from(e.to_string()))?;
+    run::check_oracle(&case).map(|_| ()).map_err(Failed::from)
+}
+
+fn main() -> ExitCode {
+    let args = Arguments::from_args();
+    let dir = corpus_dir();
+    let files = match corpus::case_files(&dir) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("cannot list {}: {e}", dir.display());
+            return ExitCode::from(2);
+        }
+    };
+    let mut trials = vec![];
+    for file in files {
+        let name = corpus::case_name(&dir, &file);
+        trials.push(Trial::test(format!("oracle::{name}"), move || oracle_trial(file)).with_kind("oracle"));
+    }
+    libtest_mimic::run(&args, trials).exit_code()
+}
