@@ -2,14 +2,15 @@
 //! `cargo test --test conformance` runs it; `-- --list` lists the trials and any text
 //! argument filters them (e.g. `-- oracle::seeds/`).
 //!
-//! Backends today: `oracle` (the case's hand-derived expectations against the exact
-//! interpreter). The compiler's backends add their trials here as they arrive.
+//! Backends: `oracle` (the case's hand-derived expectations against the exact interpreter)
+//! and `cpu` (the compiler's CPU path, diffed against the oracle). Cases the CPU backend
+//! cannot take (undefined graphs: oracle-only; multi-device: issue 5) are ignored trials.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use libtest_mimic::{Arguments, Failed, Trial};
-use uopkit_conformance::{corpus, load, run};
+use uopkit_conformance::{backend, corpus, load, run};
 
 fn corpus_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus")
@@ -18,6 +19,11 @@ fn corpus_dir() -> PathBuf {
 fn oracle_trial(file: PathBuf) -> Result<(), Failed> {
     let case = load::read_case(&file).map_err(|e| Failed::from(e.to_string()))?;
     run::check_oracle(&case).map(|_| ()).map_err(Failed::from)
+}
+
+fn cpu_trial(file: PathBuf) -> Result<(), Failed> {
+    let case = load::read_case(&file).map_err(|e| Failed::from(e.to_string()))?;
+    backend::check_cpu(&case).map(|_| ()).map_err(Failed::from)
 }
 
 fn main() -> ExitCode {
@@ -33,6 +39,11 @@ fn main() -> ExitCode {
     let mut trials = vec![];
     for file in files {
         let name = corpus::case_name(&dir, &file);
+        // Whether the CPU backend can take the case is decided at list time, so that an
+        // ignored trial shows as ignored under every runner (nextest too).
+        let skip = load::read_case(&file).ok().and_then(|c| backend::cpu_skip_reason(&c));
+        let f = file.clone();
+        trials.push(Trial::test(format!("cpu::{name}"), move || cpu_trial(f)).with_kind("cpu").with_ignored_flag(skip.is_some()));
         trials.push(Trial::test(format!("oracle::{name}"), move || oracle_trial(file)).with_kind("oracle"));
     }
     libtest_mimic::run(&args, trials).exit_code()

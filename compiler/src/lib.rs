@@ -1,5 +1,6 @@
 //! The compiler: rewrite → schedule → lower → render → run.
 
+pub mod exec;
 pub mod lower;
 pub mod render;
 pub mod rewrite;

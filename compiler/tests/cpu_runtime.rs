@@ -92,7 +92,14 @@ impl Case {
                 expected.push(r);
             }
         }
-        Case { name: format!("{}_{}", op.name().to_lowercase(), dt.name()), what: What::Alu(op), in_dts, out_dt, inputs, expected }
+        Case {
+            name: format!("{}_{}", op.name().to_lowercase(), dt.name()),
+            what: What::Alu(op),
+            in_dts,
+            out_dt,
+            inputs,
+            expected,
+        }
     }
 
     fn cast(from: DType, to: DType, values: &[u64]) -> Case {
@@ -117,7 +124,10 @@ impl Case {
 
     fn bitcast(from: DType, to: DType, values: &[u64]) -> Case {
         let inputs: Vec<u64> = values.iter().map(|&x| x & mask(from)).collect();
-        let expected = inputs.iter().map(|&x| bitcast(from, to, x).unwrap()).collect();
+        let expected = inputs
+            .iter()
+            .map(|&x| bitcast(from, to, x).unwrap())
+            .collect();
         Case {
             name: format!("bitcast_{}_{}", from.name(), to.name()),
             what: What::Bitcast,
@@ -134,12 +144,33 @@ impl Case {
 
     fn program(&self) -> Program {
         let n = self.len();
-        let mut params: Vec<ParamDecl> = self.in_dts.iter().map(|&d| ParamDecl { dtype: d, size: n, written: false }).collect();
-        params.push(ParamDecl { dtype: self.out_dt, size: n, written: true });
+        let mut params: Vec<ParamDecl> = self
+            .in_dts
+            .iter()
+            .map(|&d| ParamDecl {
+                dtype: d,
+                size: n,
+                written: false,
+            })
+            .collect();
+        params.push(ParamDecl {
+            dtype: self.out_dt,
+            size: n,
+            written: true,
+        });
         let mut p = Program::new(self.name.clone(), params);
-        let ins: Vec<InstId> =
-            self.in_dts.iter().enumerate().map(|(k, &d)| p.push(Op::PARAM, d, vec![], KArg::Param(k as u32))).collect();
-        let out = p.push(Op::PARAM, self.out_dt, vec![], KArg::Param(ins.len() as u32));
+        let ins: Vec<InstId> = self
+            .in_dts
+            .iter()
+            .enumerate()
+            .map(|(k, &d)| p.push(Op::PARAM, d, vec![], KArg::Param(k as u32)))
+            .collect();
+        let out = p.push(
+            Op::PARAM,
+            self.out_dt,
+            vec![],
+            KArg::Param(ins.len() as u32),
+        );
         let end = p.push(Op::CONST, Int64, vec![], KArg::Const(n as u64));
         let r = p.push(Op::RANGE, Int64, vec![end], KArg::Axis(0));
         let vals: Vec<InstId> = ins
@@ -164,7 +195,9 @@ impl Case {
 
 fn to_bytes(dt: DType, vals: &[u64]) -> Vec<u8> {
     let w = dt.itemsize();
-    vals.iter().flat_map(|v| v.to_le_bytes()[..w].to_vec()).collect()
+    vals.iter()
+        .flat_map(|v| v.to_le_bytes()[..w].to_vec())
+        .collect()
 }
 
 fn from_bytes(dt: DType, bytes: &[u8]) -> Vec<u64> {
@@ -202,7 +235,8 @@ fn run(dev: &dyn Device, prog: &Compiled, name: &str, args: &[Vec<u8>]) -> Vec<V
         })
         .collect();
     let refs: Vec<_> = bufs.iter().collect();
-    dev.launch(prog, name, &refs).unwrap_or_else(|e| panic!("launch {name}: {e}"));
+    dev.launch(prog, name, &refs)
+        .unwrap_or_else(|e| panic!("launch {name}: {e}"));
     bufs.iter().map(|b| dev.copy_out(b).unwrap()).collect()
 }
 
@@ -217,7 +251,12 @@ fn check_cases(cases: &[Case]) -> usize {
     let mut bad_cases = 0;
     let mut total = 0;
     for c in &cases {
-        let mut args: Vec<Vec<u8>> = c.inputs.iter().zip(&c.in_dts).map(|(v, &d)| to_bytes(d, v)).collect();
+        let mut args: Vec<Vec<u8>> = c
+            .inputs
+            .iter()
+            .zip(&c.in_dts)
+            .map(|(v, &d)| to_bytes(d, v))
+            .collect();
         args.push(vec![0u8; c.len() * c.out_dt.itemsize()]);
         let outs = run(&*dev, &prog, &c.name, &args);
         let got = from_bytes(c.out_dt, outs.last().unwrap());
@@ -225,14 +264,27 @@ fn check_cases(cases: &[Case]) -> usize {
         let bad: Vec<usize> = (0..c.len()).filter(|&i| got[i] != c.expected[i]).collect();
         if !bad.is_empty() {
             bad_cases += 1;
-            report.push_str(&format!("{}: {} of {} differ\n", c.name, bad.len(), c.len()));
+            report.push_str(&format!(
+                "{}: {} of {} differ\n",
+                c.name,
+                bad.len(),
+                c.len()
+            ));
             for &i in bad.iter().take(6) {
                 let ins: Vec<String> = c.inputs.iter().map(|v| format!("{:#x}", v[i])).collect();
-                report.push_str(&format!("   ({}) -> C {:#x}, oracle {:#x}\n", ins.join(", "), got[i], c.expected[i]));
+                report.push_str(&format!(
+                    "   ({}) -> C {:#x}, oracle {:#x}\n",
+                    ins.join(", "),
+                    got[i],
+                    c.expected[i]
+                ));
             }
         }
     }
-    assert!(bad_cases == 0, "{bad_cases} kernels differ from the oracle:\n{report}");
+    assert!(
+        bad_cases == 0,
+        "{bad_cases} kernels differ from the oracle:\n{report}"
+    );
     total
 }
 
@@ -240,10 +292,31 @@ fn check_cases(cases: &[Case]) -> usize {
 fn int_values(dt: DType, rng: &mut Rng, random: usize) -> Vec<u64> {
     let (lo, hi) = dt.int_range().unwrap();
     let m = mask(dt);
-    let mut v: Vec<u64> = [0i128, 1, 2, 3, 5, 7, -1, -2, -3, -7, -8, lo, lo + 1, hi, hi - 1, hi / 2, lo / 2, 0x55, 100, -100]
-        .iter()
-        .map(|&x| (x as u64) & m)
-        .collect();
+    let mut v: Vec<u64> = [
+        0i128,
+        1,
+        2,
+        3,
+        5,
+        7,
+        -1,
+        -2,
+        -3,
+        -7,
+        -8,
+        lo,
+        lo + 1,
+        hi,
+        hi - 1,
+        hi / 2,
+        lo / 2,
+        0x55,
+        100,
+        -100,
+    ]
+    .iter()
+    .map(|&x| (x as u64) & m)
+    .collect();
     v.extend((0..random).map(|i| match i % 3 {
         0 => rng.next() & m,
         1 => (rng.next() % 64).wrapping_sub(32) & m,
@@ -268,18 +341,18 @@ fn float_values(dt: DType, rng: &mut Rng, random: usize) -> Vec<u64> {
         1,
         2,
         3,
-        man_all,               // largest subnormal
-        1 << m,                // smallest normal
-        one,                   // 1.0
-        one | 1,               // 1 + ulp
-        one | (1 << (m - 1)),  // 1.5
-        one + (1 << m),        // 2.0
-        exp_all - 1,           // max finite (IEEE formats)
-        exp_all,               // inf (or 256 for e4m3)
-        exp_all | 1,           // NaN with payload (signaling for IEEE)
+        man_all,                  // largest subnormal
+        1 << m,                   // smallest normal
+        one,                      // 1.0
+        one | 1,                  // 1 + ulp
+        one | (1 << (m - 1)),     // 1.5
+        one + (1 << m),           // 2.0
+        exp_all - 1,              // max finite (IEEE formats)
+        exp_all,                  // inf (or 256 for e4m3)
+        exp_all | 1,              // NaN with payload (signaling for IEEE)
         exp_all | (1 << (m - 1)), // quiet NaN
-        exp_all | man_all,     // NaN (e4m3's only NaN)
-        exp_all | man_all & !1, // e4m3 max finite
+        exp_all | man_all,        // NaN (e4m3's only NaN)
+        exp_all | man_all & !1,   // e4m3 max finite
     ];
     let pos = v.clone();
     v.extend(pos.iter().map(|x| x | sign));
@@ -288,7 +361,9 @@ fn float_values(dt: DType, rng: &mut Rng, random: usize) -> Vec<u64> {
         match rng.next() % 3 {
             0 => v.push(rng.next() & mask(dt)),
             1 => v.push(float_of(rng.f64_in(-4, 4))),
-            _ => v.push(float_of(rng.f64_in(-(1 << (e - 1)) - m as i32, 1 << (e - 1)))),
+            _ => v.push(float_of(
+                rng.f64_in(-(1 << (e - 1)) - m as i32, 1 << (e - 1)),
+            )),
         }
     }
     v.sort_unstable();
@@ -298,7 +373,9 @@ fn float_values(dt: DType, rng: &mut Rng, random: usize) -> Vec<u64> {
 
 /// All pairs from `xs` × `ys`.
 fn pairs(xs: &[u64], ys: &[u64]) -> Vec<Vec<u64>> {
-    xs.iter().flat_map(|&a| ys.iter().map(move |&b| vec![a, b])).collect()
+    xs.iter()
+        .flat_map(|&a| ys.iter().map(move |&b| vec![a, b]))
+        .collect()
 }
 
 // ---------------------------------------------------------------------------------------
@@ -342,17 +419,30 @@ fn int_ops_match_oracle() {
             cases.push(Case::alu(op, dt, vals.iter().map(|&a| vec![a])));
         }
         let triples: Vec<Vec<u64>> = (0..3000)
-            .map(|_| (0..3).map(|_| vals[rng.next() as usize % vals.len()]).collect())
+            .map(|_| {
+                (0..3)
+                    .map(|_| vals[rng.next() as usize % vals.len()])
+                    .collect()
+            })
             .collect();
         cases.push(Case::alu(Op::MULACC, dt, triples.clone()));
-        cases.push(Case::alu(Op::WHERE, dt, triples.into_iter().map(|mut t| {
-            t[0] &= 1;
-            t
-        })));
+        cases.push(Case::alu(
+            Op::WHERE,
+            dt,
+            triples.into_iter().map(|mut t| {
+                t[0] &= 1;
+                t
+            }),
+        ));
     }
     // Every case kept a useful number of inputs.
     for c in &cases {
-        assert!(c.len() >= 60, "{} has only {} defined inputs", c.name, c.len());
+        assert!(
+            c.len() >= 60,
+            "{} has only {} defined inputs",
+            c.name,
+            c.len()
+        );
     }
     let n = check_cases(&cases);
     assert!(n > 100_000, "{n}");
@@ -362,9 +452,23 @@ fn int_ops_match_oracle() {
 fn bool_ops_match_oracle() {
     let bits = [0u64, 1];
     let two = pairs(&bits, &bits);
-    let three: Vec<Vec<u64>> = two.iter().flat_map(|p| bits.iter().map(move |&c| vec![p[0], p[1], c])).collect();
+    let three: Vec<Vec<u64>> = two
+        .iter()
+        .flat_map(|p| bits.iter().map(move |&c| vec![p[0], p[1], c]))
+        .collect();
     let mut cases = vec![];
-    for op in [Op::ADD, Op::SUB, Op::MUL, Op::MAX, Op::AND, Op::OR, Op::XOR, Op::CMPLT, Op::CMPNE, Op::CMPEQ] {
+    for op in [
+        Op::ADD,
+        Op::SUB,
+        Op::MUL,
+        Op::MAX,
+        Op::AND,
+        Op::OR,
+        Op::XOR,
+        Op::CMPLT,
+        Op::CMPNE,
+        Op::CMPEQ,
+    ] {
         cases.push(Case::alu(op, Bool, two.clone()));
     }
     cases.push(Case::alu(Op::NEG, Bool, [vec![0], vec![1]]));
@@ -373,8 +477,26 @@ fn bool_ops_match_oracle() {
     check_cases(&cases);
 }
 
-const FLOAT_BINARY: [Op; 9] = [Op::ADD, Op::SUB, Op::MUL, Op::FDIV, Op::MAX, Op::CMPLT, Op::CMPNE, Op::CMPEQ, Op::POW];
-const FLOAT_UNARY: [Op; 8] = [Op::NEG, Op::SQRT, Op::RECIPROCAL, Op::TRUNC, Op::EXP2, Op::LOG2, Op::SIN, Op::NEG];
+const FLOAT_BINARY: [Op; 9] = [
+    Op::ADD,
+    Op::SUB,
+    Op::MUL,
+    Op::FDIV,
+    Op::MAX,
+    Op::CMPLT,
+    Op::CMPNE,
+    Op::CMPEQ,
+    Op::POW,
+];
+const FLOAT_UNARY: [Op; 7] = [
+    Op::NEG,
+    Op::SQRT,
+    Op::RECIPROCAL,
+    Op::TRUNC,
+    Op::EXP2,
+    Op::LOG2,
+    Op::SIN,
+];
 
 /// float32 and float64: every float op on edge values and random ones, NaN payloads included.
 #[test]
@@ -390,25 +512,24 @@ fn float32_float64_ops_match_oracle() {
         let mut unary = vals.clone();
         unary.extend((0..3000).map(|_| rng.next() & mask(dt)));
         for op in FLOAT_UNARY {
-            if op == Op::EXP2 && dt == Float64 {
-                continue; // see float64_exp2_and_pow_overflow below
-            }
             cases.push(Case::alu(op, dt, unary.iter().map(|&a| vec![a])));
         }
         let triples: Vec<Vec<u64>> = (0..20_000)
-            .map(|_| (0..3).map(|_| vals[rng.next() as usize % vals.len()]).collect())
+            .map(|_| {
+                (0..3)
+                    .map(|_| vals[rng.next() as usize % vals.len()])
+                    .collect()
+            })
             .collect();
         cases.push(Case::alu(Op::MULACC, dt, triples.clone()));
-        cases.push(Case::alu(Op::WHERE, dt, triples.into_iter().map(|mut t| {
-            t[0] &= 1;
-            t
-        })));
-    }
-    // float64 POW that overflows with finite operands: see float64_exp2_and_pow_overflow.
-    for c in cases.iter_mut().filter(|c| c.name == "pow_float64") {
-        let keep: Vec<usize> = (0..c.len()).filter(|&i| c.expected[i] != f64::MAX.to_bits() && c.expected[i] != (-f64::MAX).to_bits()).collect();
-        c.inputs = c.inputs.iter().map(|v| keep.iter().map(|&i| v[i]).collect()).collect();
-        c.expected = keep.iter().map(|&i| c.expected[i]).collect();
+        cases.push(Case::alu(
+            Op::WHERE,
+            dt,
+            triples.into_iter().map(|mut t| {
+                t[0] &= 1;
+                t
+            }),
+        ));
     }
     check_cases(&cases);
 }
@@ -433,7 +554,11 @@ fn float32_exp2_log2_sin_pow_dense() {
     for op in [Op::EXP2, Op::LOG2, Op::SIN, Op::SQRT] {
         cases.push(Case::alu(op, Float32, args.iter().map(|&a| vec![a])));
     }
-    cases.push(Case::alu(Op::POW, Float32, args.chunks(2).map(|c| c.to_vec())));
+    cases.push(Case::alu(
+        Op::POW,
+        Float32,
+        args.chunks(2).map(|c| c.to_vec()),
+    ));
     // The same functions in the narrow formats (rounded from double once).
     for dt in [Float16, BFloat16, Fp8E4M3, Fp8E5M2] {
         let all: Vec<u64> = (0..=mask(dt)).collect();
@@ -444,30 +569,46 @@ fn float32_exp2_log2_sin_pow_dense() {
     check_cases(&cases);
 }
 
-/// The oracle returns float64 MAX (not inf) for EXP2/POW whose double result overflows from
-/// finite operands: its fp8e4m3 saturation rule (`libm_result`) also fires for float64,
-/// where `from_f64(Float64, MAX)` keeps MAX. The C backend returns IEEE's inf; this test
-/// pins the C side and shows the oracle difference on one input.
+/// EXP2/POW whose double result overflows from finite operands: inf in float64 (and in
+/// every format with infinities), saturation to 448 in fp8e4m3.
 #[test]
-fn float64_exp2_and_pow_overflow() {
-    let mut rng = Rng(4);
-    let mut args: Vec<u64> = (0..5000).map(|_| rng.f64_in(-12, 11).to_bits()).collect();
-    args.extend([2000f64, 1024.0, 1023.9, -1100.0, f64::INFINITY, f64::NAN].map(f64::to_bits));
-    let c = Case::alu(Op::EXP2, Float64, args.iter().map(|&a| vec![a]));
-    let prog = compile(&*cpu(), &[c.program()]);
-    let args_b = vec![to_bytes(Float64, &c.inputs[0]), vec![0; c.len() * 8]];
-    let got = from_bytes(Float64, &run(&*cpu(), &prog, &c.name, &args_b)[1]);
-    let mut oracle_differs = 0;
-    for i in 0..c.len() {
-        let x = f64::from_bits(c.inputs[0][i]);
-        let ieee = if x.exp2().is_nan() { 0x7ff8_0000_0000_0000 } else { x.exp2().to_bits() };
-        assert_eq!(got[i], ieee, "exp2({x})");
-        if got[i] != c.expected[i] {
-            assert_eq!((x, c.expected[i]), (x, f64::MAX.to_bits()), "the only known difference");
-            oracle_differs += 1;
-        }
+fn libm_overflow_and_saturation() {
+    let big = [
+        2000f64,
+        1024.0,
+        1023.9,
+        -1100.0,
+        1e300,
+        f64::INFINITY,
+        f64::NAN,
+    ];
+    let mut cases = vec![Case::alu(
+        Op::EXP2,
+        Float64,
+        big.iter().map(|x| vec![x.to_bits()]),
+    )];
+    assert_eq!(cases[0].expected[0], f64::INFINITY.to_bits());
+    cases.push(Case::alu(
+        Op::POW,
+        Float64,
+        [
+            vec![10f64.to_bits(), 400f64.to_bits()],
+            vec![(-10f64).to_bits(), 401f64.to_bits()],
+        ],
+    ));
+    assert_eq!(
+        cases[1].expected,
+        vec![f64::INFINITY.to_bits(), f64::NEG_INFINITY.to_bits()]
+    );
+    for dt in [Fp8E4M3, Fp8E5M2, Float16, BFloat16, Float32] {
+        let vals: Vec<u64> = big
+            .iter()
+            .map(|&x| uopkit_interp::scalar::round::from_f64(dt, x))
+            .collect();
+        cases.push(Case::alu(Op::EXP2, dt, vals.iter().map(|&a| vec![a])));
+        cases.push(Case::alu(Op::POW, dt, pairs(&vals, &vals)));
     }
-    assert!(oracle_differs <= 2, "{oracle_differs}");
+    check_cases(&cases);
 }
 
 /// float16 and bfloat16: add/sub/mul/div/mulacc on ~100k random bit patterns (NaNs and
@@ -477,12 +618,22 @@ fn float16_bfloat16_ops_random_bits() {
     let mut rng = Rng(5);
     let mut cases = vec![];
     for dt in [Float16, BFloat16] {
-        let rnd: Vec<Vec<u64>> = (0..100_000).map(|_| vec![rng.next() & 0xffff, rng.next() & 0xffff]).collect();
+        let rnd: Vec<Vec<u64>> = (0..100_000)
+            .map(|_| vec![rng.next() & 0xffff, rng.next() & 0xffff])
+            .collect();
         for op in [Op::ADD, Op::MUL] {
             cases.push(Case::alu(op, dt, rnd.clone()));
         }
         let fewer = &rnd[..30_000];
-        for op in [Op::SUB, Op::FDIV, Op::MAX, Op::CMPLT, Op::CMPNE, Op::CMPEQ, Op::POW] {
+        for op in [
+            Op::SUB,
+            Op::FDIV,
+            Op::MAX,
+            Op::CMPLT,
+            Op::CMPNE,
+            Op::CMPEQ,
+            Op::POW,
+        ] {
             cases.push(Case::alu(op, dt, fewer.to_vec()));
         }
         // Pairs of edge values too (overflow, subnormal ties, NaN payloads).
@@ -490,14 +641,20 @@ fn float16_bfloat16_ops_random_bits() {
         cases.push(Case::alu(Op::ADD, dt, pairs(&edges, &edges)).renamed("edges_add"));
         cases.push(Case::alu(Op::MUL, dt, pairs(&edges, &edges)).renamed("edges_mul"));
         cases.push(Case::alu(Op::FDIV, dt, pairs(&edges, &edges)).renamed("edges_fdiv"));
-        let triples: Vec<Vec<u64>> = (0..30_000).map(|_| (0..3).map(|_| rng.next() & 0xffff).collect()).collect();
+        let triples: Vec<Vec<u64>> = (0..30_000)
+            .map(|_| (0..3).map(|_| rng.next() & 0xffff).collect())
+            .collect();
         cases.push(Case::alu(Op::MULACC, dt, triples));
         // MULACC near cancellation: c ≈ -a·b.
         let near: Vec<Vec<u64>> = (0..20_000)
             .map(|_| {
                 let (a, b) = (rng.next() & 0xffff, rng.next() & 0xffff);
                 let ab = alu(Op::MUL, dt, &[a, b]).unwrap();
-                vec![a, b, (ab ^ 0x8000).wrapping_add(rng.next() % 3).wrapping_sub(1) & 0xffff]
+                vec![
+                    a,
+                    b,
+                    (ab ^ 0x8000).wrapping_add(rng.next() % 3).wrapping_sub(1) & 0xffff,
+                ]
             })
             .collect();
         cases.push(Case::alu(Op::MULACC, dt, near).renamed("near_cancel_mulacc"));
@@ -518,18 +675,33 @@ fn fp8_ops_exhaustive() {
     let every_pair = pairs(&all, &all);
     let mut cases = vec![];
     for dt in [Fp8E4M3, Fp8E5M2] {
-        for op in [Op::ADD, Op::SUB, Op::MUL, Op::FDIV, Op::MAX, Op::CMPLT, Op::CMPEQ, Op::POW] {
+        for op in [
+            Op::ADD,
+            Op::SUB,
+            Op::MUL,
+            Op::FDIV,
+            Op::MAX,
+            Op::CMPLT,
+            Op::CMPEQ,
+            Op::POW,
+        ] {
             cases.push(Case::alu(op, dt, every_pair.clone()));
         }
         for op in [Op::NEG, Op::SQRT, Op::RECIPROCAL, Op::TRUNC] {
             cases.push(Case::alu(op, dt, all.iter().map(|&a| vec![a])));
         }
-        let triples: Vec<Vec<u64>> = (0..30_000).map(|_| (0..3).map(|_| rng.next() & 0xff).collect()).collect();
+        let triples: Vec<Vec<u64>> = (0..30_000)
+            .map(|_| (0..3).map(|_| rng.next() & 0xff).collect())
+            .collect();
         cases.push(Case::alu(Op::MULACC, dt, triples.clone()));
-        cases.push(Case::alu(Op::WHERE, dt, triples.into_iter().map(|mut t| {
-            t[0] &= 1;
-            t
-        })));
+        cases.push(Case::alu(
+            Op::WHERE,
+            dt,
+            triples.into_iter().map(|mut t| {
+                t[0] &= 1;
+                t
+            }),
+        ));
     }
     check_cases(&cases);
 }
@@ -577,7 +749,10 @@ fn cast_sources(from: DType, rng: &mut Rng) -> Vec<u64> {
             }
         }
     }
-    for x in [0.5, -0.5, 0.999, -0.999, 127.5, -128.5, 255.5, 1e10, -1e10, 1e30, 65504.0, 65520.0, 448.0, 464.0] {
+    for x in [
+        0.5, -0.5, 0.999, -0.999, 127.5, -128.5, 255.5, 1e10, -1e10, 1e30, 65504.0, 65520.0, 448.0,
+        464.0,
+    ] {
         v.push(round(x));
     }
     for _ in 0..300 {
@@ -609,7 +784,9 @@ fn casts_all_dtype_pairs() {
 #[test]
 fn int_to_float_random_magnitudes() {
     let mut rng = Rng(8);
-    let vals: Vec<u64> = (0..20_000).map(|_| rng.next() >> (rng.next() % 64)).collect();
+    let vals: Vec<u64> = (0..20_000)
+        .map(|_| rng.next() >> (rng.next() % 64))
+        .collect();
     let neg: Vec<u64> = vals.iter().map(|v| v.wrapping_neg()).collect();
     let mut cases = vec![];
     for to in FLOATS {
@@ -653,7 +830,18 @@ fn bitcasts_between_equal_widths() {
 fn sum_program(name: &str, dt: DType, n: usize) -> Program {
     let mut p = Program::new(
         name,
-        vec![ParamDecl { dtype: dt, size: n, written: false }, ParamDecl { dtype: dt, size: 1, written: true }],
+        vec![
+            ParamDecl {
+                dtype: dt,
+                size: n,
+                written: false,
+            },
+            ParamDecl {
+                dtype: dt,
+                size: 1,
+                written: true,
+            },
+        ],
     );
     let input = p.push(Op::PARAM, dt, vec![], KArg::Param(0));
     let out = p.push(Op::PARAM, dt, vec![], KArg::Param(1));
@@ -680,23 +868,53 @@ fn sum_program(name: &str, dt: DType, n: usize) -> Program {
 fn register_accumulator_sums_in_order() {
     let mut rng = Rng(10);
     let n = 1000;
-    let progs = [sum_program("sum_f32", Float32, n), sum_program("sum_f16", Float16, n), sum_program("sum_i32", Int32, n)];
+    let progs = [
+        sum_program("sum_f32", Float32, n),
+        sum_program("sum_f16", Float16, n),
+        sum_program("sum_i32", Int32, n),
+    ];
     let dev = cpu();
     let prog = compile(&*dev, &progs);
     let inputs: [(DType, Vec<u64>); 3] = [
-        (Float32, (0..n).map(|_| (rng.f64_in(-20, 20) as f32).to_bits() as u64).collect()),
-        (Float16, (0..n).map(|_| uopkit_interp::scalar::round::from_f64(Float16, rng.f64_in(-8, 6))).collect()),
+        (
+            Float32,
+            (0..n)
+                .map(|_| (rng.f64_in(-20, 20) as f32).to_bits() as u64)
+                .collect(),
+        ),
+        (
+            Float16,
+            (0..n)
+                .map(|_| uopkit_interp::scalar::round::from_f64(Float16, rng.f64_in(-8, 6)))
+                .collect(),
+        ),
         (Int32, (0..n).map(|_| rng.next() & 0xffff_ffff).collect()),
     ];
     for (p, (dt, xs)) in progs.iter().zip(&inputs) {
-        let want = xs.iter().fold(0u64, |acc, &x| alu(Op::ADD, *dt, &[acc, x]).unwrap());
-        let outs = run(&*dev, &prog, &p.name, &[to_bytes(*dt, xs), vec![0; dt.itemsize()]]);
+        let want = xs
+            .iter()
+            .fold(0u64, |acc, &x| alu(Op::ADD, *dt, &[acc, x]).unwrap());
+        let outs = run(
+            &*dev,
+            &prog,
+            &p.name,
+            &[to_bytes(*dt, xs), vec![0; dt.itemsize()]],
+        );
         assert_eq!(from_bytes(*dt, &outs[1])[0], want, "{}", p.name);
     }
     // The float32 sum is the sequential one, not a reassociated one.
-    let xs: Vec<f32> = inputs[0].1.iter().map(|&b| f32::from_bits(b as u32)).collect();
+    let xs: Vec<f32> = inputs[0]
+        .1
+        .iter()
+        .map(|&b| f32::from_bits(b as u32))
+        .collect();
     let seq = xs.iter().fold(0f32, |a, &x| a + x);
-    let outs = run(&*dev, &prog, "sum_f32", &[to_bytes(Float32, &inputs[0].1), vec![0; 4]]);
+    let outs = run(
+        &*dev,
+        &prog,
+        "sum_f32",
+        &[to_bytes(Float32, &inputs[0].1), vec![0; 4]],
+    );
     assert_eq!(from_bytes(Float32, &outs[1])[0], seq.to_bits() as u64);
 }
 
@@ -706,7 +924,11 @@ fn register_accumulator_sums_in_order() {
 fn gated_load_and_store() {
     let n = 16usize;
     let dt = Int32;
-    let d = |written| ParamDecl { dtype: dt, size: n, written };
+    let d = |written| ParamDecl {
+        dtype: dt,
+        size: n,
+        written,
+    };
     let mut p = Program::new("gates", vec![d(false), d(true), d(true)]);
     let input = p.push(Op::PARAM, dt, vec![], KArg::Param(0));
     let out = p.push(Op::PARAM, dt, vec![], KArg::Param(1));
@@ -732,12 +954,25 @@ fn gated_load_and_store() {
     let prog = compile(&*dev, &[p]);
     let xs: Vec<u64> = (0..n as u64).map(|i| i * 10 + 1).collect();
     let keep: Vec<u64> = vec![99; n];
-    let outs = run(&*dev, &prog, "gates", &[to_bytes(dt, &xs), vec![0; 4 * n], to_bytes(dt, &keep)]);
+    let outs = run(
+        &*dev,
+        &prog,
+        "gates",
+        &[to_bytes(dt, &xs), vec![0; 4 * n], to_bytes(dt, &keep)],
+    );
     let got = from_bytes(dt, &outs[1]);
     let got2 = from_bytes(dt, &outs[2]);
     for i in 0..n {
-        assert_eq!(got[i], if i < 5 { xs[i] } else { (-7i32) as u32 as u64 }, "gated load {i}");
-        assert_eq!(got2[i], if i % 2 == 0 { xs[i] } else { 99 }, "gated store {i}");
+        assert_eq!(
+            got[i],
+            if i < 5 { xs[i] } else { (-7i32) as u32 as u64 },
+            "gated load {i}"
+        );
+        assert_eq!(
+            got2[i],
+            if i % 2 == 0 { xs[i] } else { 99 },
+            "gated store {i}"
+        );
     }
 }
 
@@ -745,12 +980,17 @@ fn gated_load_and_store() {
 // Runtime: devices, copies, launch checks, cache, compiler errors.
 
 fn tiny_program(name: &str, add: u64) -> Program {
-    Case::alu(Op::ADD, Int32, (0..4).map(|i| vec![i, add])).renamed(name).program()
+    Case::alu(Op::ADD, Int32, (0..4).map(|i| vec![i, add]))
+        .renamed(name)
+        .program()
 }
 
 #[test]
 fn two_cpu_devices_have_separate_memory() {
-    let (d0, d1) = (runtime::open("CPU:0").unwrap(), runtime::open("CPU:1").unwrap());
+    let (d0, d1) = (
+        runtime::open("CPU:0").unwrap(),
+        runtime::open("CPU:1").unwrap(),
+    );
     let prog = compile(&*d0, &[tiny_program("sep", 1)]);
     let kernel = prog.kernels()[0].name.clone();
     let mk = |d: &dyn Device, vals: &[u64]| {
@@ -758,14 +998,25 @@ fn two_cpu_devices_have_separate_memory() {
         d.copy_in(&b, &to_bytes(Int32, vals)).unwrap();
         b
     };
-    let (a, b, o) = (mk(&*d0, &[1, 2, 3, 4]), mk(&*d0, &[10, 20, 30, 40]), d0.alloc(16).unwrap());
+    let (a, b, o) = (
+        mk(&*d0, &[1, 2, 3, 4]),
+        mk(&*d0, &[10, 20, 30, 40]),
+        d0.alloc(16).unwrap(),
+    );
     d0.launch(&prog, &kernel, &[&a, &b, &o]).unwrap();
     // Copy the result to CPU:1 and use it there, with the same compiled unit.
-    let (a1, b1, o1) = (d1.alloc(16).unwrap(), mk(&*d1, &[100, 100, 100, 100]), d1.alloc(16).unwrap());
+    let (a1, b1, o1) = (
+        d1.alloc(16).unwrap(),
+        mk(&*d1, &[100, 100, 100, 100]),
+        d1.alloc(16).unwrap(),
+    );
     runtime::copy_between(&*d0, &o, &*d1, &a1).unwrap();
     d0.copy_in(&o, &to_bytes(Int32, &[0; 4])).unwrap(); // CPU:1's copy is unaffected
     d1.launch(&prog, &kernel, &[&a1, &b1, &o1]).unwrap();
-    assert_eq!(from_bytes(Int32, &d1.copy_out(&o1).unwrap()), vec![111, 122, 133, 144]);
+    assert_eq!(
+        from_bytes(Int32, &d1.copy_out(&o1).unwrap()),
+        vec![111, 122, 133, 144]
+    );
     assert_eq!(from_bytes(Int32, &d0.copy_out(&o).unwrap()), vec![0; 4]);
     // A CPU:0 buffer cannot be used on CPU:1.
     let e = d1.launch(&prog, &kernel, &[&a, &b1, &o1]).unwrap_err();
@@ -778,12 +1029,43 @@ fn launch_arguments_are_checked() {
     let dev = cpu();
     let prog = compile(&*dev, &[tiny_program("chk", 1)]);
     let kernel = prog.kernels()[0].name.clone();
-    let (a, b, o, small) = (dev.alloc(16).unwrap(), dev.alloc(16).unwrap(), dev.alloc(16).unwrap(), dev.alloc(15).unwrap());
-    assert!(matches!(dev.launch(&prog, &kernel, &[&a, &b]), Err(Error::ArgCount { expected: 3, got: 2, .. })));
+    let (a, b, o, small) = (
+        dev.alloc(16).unwrap(),
+        dev.alloc(16).unwrap(),
+        dev.alloc(16).unwrap(),
+        dev.alloc(15).unwrap(),
+    );
+    assert!(matches!(
+        dev.launch(&prog, &kernel, &[&a, &b]),
+        Err(Error::ArgCount {
+            expected: 3,
+            got: 2,
+            ..
+        })
+    ));
     let e = dev.launch(&prog, &kernel, &[&a, &b, &small]).unwrap_err();
-    assert!(matches!(e, Error::BufferTooSmall { index: 2, got: 15, need: 16, .. }), "{e}");
-    assert!(matches!(dev.launch(&prog, "nope", &[&a, &b, &o]), Err(Error::UnknownKernel(_))));
+    assert!(
+        matches!(
+            e,
+            Error::BufferTooSmall {
+                index: 2,
+                got: 15,
+                need: 16,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    assert!(matches!(
+        dev.launch(&prog, "nope", &[&a, &b, &o]),
+        Err(Error::UnknownKernel(_))
+    ));
     dev.launch(&prog, &kernel, &[&a, &b, &o]).unwrap();
+}
+
+/// The C compiler the process-wide runtime uses (`UOPKIT_CC` or `cc`).
+fn cc() -> String {
+    CCompiler::global().cc().to_string()
 }
 
 /// A unit whose text is unique to this test run, so that the first compile is a miss.
@@ -797,7 +1079,7 @@ fn unique_unit(tag: &str) -> Unit {
 #[test]
 fn compile_cache_hits_do_not_run_the_compiler() {
     let dir = tempfile::tempdir().unwrap();
-    let c1 = Arc::new(CCompiler::new("cc", dir.path()));
+    let c1 = Arc::new(CCompiler::new(cc(), dir.path()));
     let dev = CpuDevice::new(0, c1.clone());
     let unit = unique_unit("cache");
     let t = Instant::now();
@@ -807,23 +1089,41 @@ fn compile_cache_hits_do_not_run_the_compiler() {
     dev.compile(&unit).unwrap();
     assert_eq!(c1.spawns(), 1, "in-process hit");
     // A fresh compiler (as in a new process) finds the object on disk.
-    let c2 = Arc::new(CCompiler::new("cc", dir.path()));
+    let c2 = Arc::new(CCompiler::new(cc(), dir.path()));
     let dev2 = CpuDevice::new(0, c2.clone());
     let t = Instant::now();
     let prog = dev2.compile(&unit).unwrap();
     let warm = t.elapsed();
     assert_eq!(c2.spawns(), 0, "disk hit");
-    assert!(warm < cold, "warm {warm:?} vs cold {cold:?}");
+    // The counters are the check; the times are only reported (timing asserts are flaky).
+    eprintln!("compile: cold {cold:?}, cached {warm:?}");
     // The cached object works.
     let name = &unit.kernels[0].name;
-    let outs = run(&dev2, &prog, name, &[to_bytes(Int32, &[1, 2, 3, 4]), to_bytes(Int32, &[3; 4]), vec![0; 16]]);
+    let outs = run(
+        &dev2,
+        &prog,
+        name,
+        &[
+            to_bytes(Int32, &[1, 2, 3, 4]),
+            to_bytes(Int32, &[3; 4]),
+            vec![0; 16],
+        ],
+    );
     assert_eq!(from_bytes(Int32, &outs[2]), vec![4, 5, 6, 7]);
     // Exactly one object, named by the key, and no temporary files left behind.
-    let files: Vec<String> =
-        std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    let files: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
     assert_eq!(files.len(), 1, "{files:?}");
-    assert!(files[0].starts_with("k_") && files[0].ends_with(".so"), "{files:?}");
-    assert_eq!(dir.path().join(&files[0]), c2.object_path(&unit.source).unwrap());
+    assert!(
+        files[0].starts_with("k_") && files[0].ends_with(".so"),
+        "{files:?}"
+    );
+    assert_eq!(
+        dir.path().join(&files[0]),
+        c2.object_path(&unit.source).unwrap()
+    );
 }
 
 #[test]
@@ -834,9 +1134,18 @@ fn parallel_compiles_of_one_unit_are_safe() {
         .map(|_| {
             let (unit, path) = (unit.clone(), dir.path().to_path_buf());
             std::thread::spawn(move || {
-                let dev = CpuDevice::new(0, Arc::new(CCompiler::new("cc", path)));
+                let dev = CpuDevice::new(0, Arc::new(CCompiler::new(cc(), path)));
                 let prog = dev.compile(&unit).unwrap();
-                let outs = run(&dev, &prog, &unit.kernels[0].name, &[to_bytes(Int32, &[5; 4]), to_bytes(Int32, &[3; 4]), vec![0; 16]]);
+                let outs = run(
+                    &dev,
+                    &prog,
+                    &unit.kernels[0].name,
+                    &[
+                        to_bytes(Int32, &[5; 4]),
+                        to_bytes(Int32, &[3; 4]),
+                        vec![0; 16],
+                    ],
+                );
                 from_bytes(Int32, &outs[2])
             })
         })
@@ -851,21 +1160,37 @@ fn parallel_compiles_of_one_unit_are_safe() {
 #[test]
 fn compile_error_shows_compiler_message_and_kept_source() {
     let dir = tempfile::tempdir().unwrap();
-    let dev = CpuDevice::new(0, Arc::new(CCompiler::new("cc", dir.path())));
+    let dev = CpuDevice::new(0, Arc::new(CCompiler::new(cc(), dir.path())));
     let mut p = Program::new("broken", vec![]);
     p.push(Op::BARRIER, Void, vec![], KArg::None);
     let e = dev.compile(&c_unit(&[p])).unwrap_err();
-    let Error::Compile { stderr, source_path, .. } = &e else { panic!("{e}") };
-    assert!(stderr.contains("uopkit C renderer: v0: op BARRIER"), "{stderr}");
+    let Error::Compile {
+        stderr,
+        source_path,
+        ..
+    } = &e
+    else {
+        panic!("{e}")
+    };
+    assert!(
+        stderr.contains("uopkit C renderer: v0: op BARRIER"),
+        "{stderr}"
+    );
     let kept = std::fs::read_to_string(source_path).unwrap();
     assert!(kept.contains("void k_broken(void **args)"));
     let msg = e.to_string();
-    assert!(msg.contains(&source_path.display().to_string()) && msg.contains("op BARRIER"), "{msg}");
+    assert!(
+        msg.contains(&source_path.display().to_string()) && msg.contains("op BARRIER"),
+        "{msg}"
+    );
     // Plain syntax errors from a hand-made unit as well.
     let mut u = unique_unit("syntax");
     u.source.push_str("\nint oops(void) { return 1 +; }\n");
     let e = dev.compile(&u).unwrap_err();
-    assert!(matches!(&e, Error::Compile { stderr, .. } if stderr.contains("error")), "{e}");
+    assert!(
+        matches!(&e, Error::Compile { stderr, .. } if stderr.contains("error")),
+        "{e}"
+    );
 }
 
 /// `UOPKIT_CC=/nonexistent` (read once by the process-wide compiler) gives a clean error.
@@ -874,20 +1199,40 @@ fn compile_error_shows_compiler_message_and_kept_source() {
 fn missing_compiler_from_env_is_a_clean_error() {
     if std::env::var_os("UOPKIT_TEST_CHILD").is_some() {
         let dev = runtime::open("CPU:0").unwrap();
-        let e = dev.compile(&c_unit(&[tiny_program("nocc", 1)])).unwrap_err();
+        let e = dev
+            .compile(&c_unit(&[tiny_program("nocc", 1)]))
+            .unwrap_err();
         assert!(matches!(e, Error::CompilerUnavailable { .. }), "{e}");
+        let dir = std::env::var_os("UOPKIT_CACHE_DIR").unwrap();
+        assert_eq!(CCompiler::global().cache_dir(), std::path::Path::new(&dir));
         println!("CHILD-ERROR: {e}");
         return;
     }
     let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "missing_compiler_from_env_is_a_clean_error", "--nocapture", "--test-threads=1"])
+        .args([
+            "--exact",
+            "missing_compiler_from_env_is_a_clean_error",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env("UOPKIT_TEST_CHILD", "1")
         .env("UOPKIT_CC", "/nonexistent")
+        .env(
+            "UOPKIT_CACHE_DIR",
+            std::env::temp_dir().join("uopkit-test-env-cache"),
+        )
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{text}\n{}", String::from_utf8_lossy(&out.stderr));
-    assert!(text.contains("CHILD-ERROR: C compiler '/nonexistent' could not be run"), "{text}");
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("CHILD-ERROR: C compiler '/nonexistent' could not be run"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -896,7 +1241,14 @@ fn rendering_is_deterministic() {
     let vals = float_values(Float16, &mut rng, 10);
     let progs: Vec<Program> = [Op::ADD, Op::MULACC, Op::MAX]
         .iter()
-        .map(|&op| Case::alu(op, Float16, vals.chunks(3).map(|c| c.to_vec()).filter(|c| c.len() == 3)).program())
+        .map(|&op| {
+            Case::alu(
+                op,
+                Float16,
+                vals.chunks(3).map(|c| c.to_vec()).filter(|c| c.len() == 3),
+            )
+            .program()
+        })
         .collect();
     assert_eq!(render_c(&progs), render_c(&progs));
 }
@@ -906,7 +1258,15 @@ fn rendering_is_deterministic() {
 #[test]
 fn float32_nan_results_are_canonical() {
     let inf = f32::INFINITY.to_bits() as u64;
-    let c = Case::alu(Op::ADD, Float32, [vec![inf, inf | 0x8000_0000], vec![0xffc0_0001, 0], vec![0x7f80_0001, 0]]);
+    let c = Case::alu(
+        Op::ADD,
+        Float32,
+        [
+            vec![inf, inf | 0x8000_0000],
+            vec![0xffc0_0001, 0],
+            vec![0x7f80_0001, 0],
+        ],
+    );
     assert_eq!(c.expected, vec![0x7fc0_0000; 3]);
     let nan_neg = Case::alu(Op::NEG, Float32, [vec![0xffc0_0001]]);
     assert_eq!(nan_neg.expected, vec![0x7fc0_0001]);

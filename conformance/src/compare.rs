@@ -82,6 +82,35 @@ pub fn compare(out: &Output, value: &Value) -> Result<OutputDiff, String> {
     Ok(OutputDiff { name: out.name.clone(), dtype: value.dtype, total, components: expected.len(), mismatches })
 }
 
+/// Compares a backend's value with the oracle's, under the output's policy.
+pub fn compare_values(out: &Output, oracle: &Value, actual: &Value) -> Result<OutputDiff, String> {
+    if oracle.shape != actual.shape || oracle.dtype != actual.dtype {
+        return Err(format!(
+            "output '{}': the oracle gives {} {:?}, the backend {} {:?}",
+            out.name, oracle.dtype, oracle.shape, actual.dtype, actual.shape
+        ));
+    }
+    let mut mismatches = vec![];
+    let mut total = 0;
+    let (ocomps, acomps) = (oracle.data.components(), actual.data.components());
+    if ocomps.len() != acomps.len() {
+        return Err(format!("output '{}': {} device components from the oracle, {} from the backend", out.name, ocomps.len(), acomps.len()));
+    }
+    for (c, (o, a)) in ocomps.iter().zip(acomps).enumerate() {
+        total += o.len();
+        for (i, (e, a)) in o.iter().zip(a).enumerate() {
+            let (Elem::Bits(e), Elem::Bits(a)) = (*e, *a) else {
+                return Err(format!("output '{}' element {i} is undefined", out.name));
+            };
+            let same = e == a || (out.nan == NanPolicy::Any && is_nan(oracle.dtype, e) && is_nan(oracle.dtype, a));
+            if !same {
+                mismatches.push(Mismatch { component: c, index: unravel(i, &oracle.shape), expected: e, actual: a });
+            }
+        }
+    }
+    Ok(OutputDiff { name: out.name.clone(), dtype: oracle.dtype, total, components: ocomps.len(), mismatches })
+}
+
 /// The multi-index of flat index `i` in `shape` (row-major).
 pub fn unravel(mut i: usize, shape: &[usize]) -> Vec<usize> {
     let mut idx = vec![0; shape.len()];

@@ -1,6 +1,7 @@
 //! The conformance kit: case files (`case`, `load`, `inputs`), running them through the
 //! oracle (`run`), comparing results (`compare`) and finding the corpus (`corpus`).
 
+pub mod backend;
 pub mod case;
 pub mod compare;
 pub mod corpus;

@@ -403,4 +403,10 @@ def gen(C):
     ew(C, grp, "max_bool", "MAX", "bool", brows, "MAX on bool is OR (false < true); truth table")
     ew(C, grp, "neg_bool", "NEG", "bool", [(0,), (1,)], "NEG on bool is logical NOT; truth table")
     multi_ew(C, grp, "cmp_bool", ["CMPLT", "CMPNE", "CMPEQ"], "bool", brows, "CMPLT/CMPNE/CMPEQ on bool (false < true); truth tables")
+    g = G("ADD/SUB/MUL on bool: the exact integer result converted to bool (x != 0), so ADD = OR, SUB = XOR, MUL = AND; truth tables",
+          ["alu", "bool", "add", "sub", "mul"])
+    bufs = [g.buffer("bool", 4, data=[r[i] for r in brows]) for i in range(2)]
+    for op, fn in (("ADD", lambda a, b: int(a + b != 0)), ("SUB", lambda a, b: int(a - b != 0)), ("MUL", lambda a, b: a * b)):
+        g.output(op.lower(), g.op(op, "bool", *bufs), [4], [fn(*r) for r in brows])
+    C.add(grp, "arith_bool", g)
     ew(C, grp, "where_bool", "WHERE", "bool", [(1, 1, 0), (0, 1, 0), (1, 0, 1), (0, 0, 1)], "WHERE on bool branches; truth table", arg_dts=["bool", "bool", "bool"])

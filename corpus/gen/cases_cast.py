@@ -31,7 +31,13 @@ def nearest(dt, x):
     return N.value(dt, N.round_fraction(dt, Q(x)))
 
 
-def float_edge_values(src):
+def neg_sign(src, b):
+    return b & N.FLOATS[src].sign_bit
+
+
+def float_edge_values(src, negative_nans=True):
+    """Edge values exact in src (raw bits, deduplicated). negative_nans=False drops NaNs with the
+    sign bit set (their CAST is pinned separately in cast/negative_nan_sign_kept)."""
     two = Q(2)
     c = [0, "-0.0", 1, Q(-3, 2), "inf", "-inf", "nan", "-nan",
          N.FLOATS[src].max_finite, -N.FLOATS[src].max_finite,
@@ -40,7 +46,7 @@ def float_edge_values(src):
          two ** -24, two ** -25, 3 * two ** -26, two ** -9, two ** -10, two ** -16, two ** -17,
          1 + two ** -8, 1 + 3 * two ** -8, 1 + two ** -11, 1 + 3 * two ** -11, 17, 18, 1 + two ** -3 + two ** -4,
          two ** -126, two ** -149, two ** -150, 3 * two ** -151, 16777217, 16777219,
-         1 + two ** -8 + two ** -30, 1 + two ** -8 - two ** -30, two ** 200, two ** -1074, two ** 127 * 3,
+         1 + two ** -8 + two ** -30, 1 + two ** -8 - two ** -30, 1 + two ** -11 + two ** -40, two ** 200, two ** -1074, two ** 127 * 3,
          nearest(src, Q(1, 10)), nearest(src, Q(1, 3)), nearest(src, Q(-2, 3))]
     f = N.FLOATS[src]
     c.append("0x%x" % (f.nan | 1) if src != "fp8e4m3" else "0xff")  # a non-canonical NaN
@@ -50,6 +56,8 @@ def float_edge_values(src):
             continue
         b = N.raw(src, v)
         if b in seen:
+            continue
+        if not negative_nans and N.is_nan(src, b) and neg_sign(src, b):
             continue
         seen.add(b)
         out.append(b)
@@ -104,7 +112,7 @@ def int_values(dt):
     c = [0, 1, -1, 5, -7, 17, 18, 100, 127, 128, 255, 256, -128, -129, 448, 464, 1000, -1000, 2048, 2049,
          32767, -32768, 57344, 61440, 65504, 65519, 65520, 65535, 65536, -70000, 16777217, 16777219,
          16842753, 2 ** 31 - 1, -2 ** 31, 2 ** 32 - 1, 2 ** 53 + 1, 2 ** 53 + 3, 2 ** 63 - 1, -2 ** 63,
-         2 ** 63, 2 ** 64 - 1, lo, hi]
+         2 ** 63, 2 ** 64 - 1, 2 ** 63 + 2 ** 39 + 1, 2 ** 62 + 2 ** 38 + 1, lo, hi]
     out = []
     for v in c:
         if lo <= v <= hi and v not in out:
@@ -128,16 +136,51 @@ def gen(C):
         vals = int_values(src)
         cast_case(C, f"{src}_to_all", src, vals, [d for d in ALL if d != src],
                   f"CAST from {src} to every other dtype: int->int wraps, ->bool is x!=0, ->float rounds once from the exact integer "
-                  "(16777217 -> f32 16777216 tie-to-even; 16842753 -> bf16 16908288 directly, not 16777216 via f32; 65520 -> f16 inf; fp8e4m3 saturates at 448); exact Python ints and Fraction rounding")
+                  "(16777217 -> f32 16777216 tie-to-even; 16842753 -> bf16 16908288 directly, not 16777216 via f32; 2^63+2^39+1 -> f32 2^63+2^40, not 2^63 via f64; "
+                  "65520 -> f16 inf; fp8e4m3 saturates at 448); exact Python ints and Fraction rounding")
     cast_case(C, "bool_to_all", "bool", [0, 1], [d for d in ALL if d != "bool"], "CAST from bool to every dtype: false/true -> 0/1; hand-derived")
 
     # float sources
     for src in FLOATS:
-        vals = float_edge_values(src)
-        cast_case(C, f"{src}_to_floats", src, vals, [d for d in FLOATS if d != src] + ["bool"],
-                  f"CAST from {src} to the other float dtypes and bool on edge values: single RNE rounding from the exact value "
-                  "(ties at f16/bf16/fp8 midpoints, subnormals kept, overflow -> inf, fp8e4m3 saturates finite overflow to 448 and maps inf to NaN), "
-                  "any NaN -> target canonical NaN, NaN -> bool true, -0 -> bool false; Fraction rounding cross-checked against struct")
+        vals = float_edge_values(src, negative_nans=False)
+        cast_case(C, f"{src}_to_floats", src, vals, [d for d in FLOATS if d not in (src, "fp8e4m3")] + ["bool"],
+                  f"CAST from {src} to the other float dtypes (fp8e4m3: see floats_to_fp8e4m3) and bool on edge values: single RNE rounding from the exact value "
+                  "(ties at f16/bf16/fp8 midpoints, subnormals kept, overflow -> inf), "
+                  "NaN (canonical or with a payload, sign clear) -> target canonical NaN, NaN -> bool true, -0 -> bool false; Fraction rounding cross-checked against struct")
+
+    g = G("CAST from every other float dtype to fp8e4m3 on edge values: RNE from the exact value, subnormals kept, finite overflow saturates to +-448, "
+          "+inf -> NaN 0x7f, NaN (sign clear) -> 0x7f; Fraction rounding, fp8 codes checked exhaustively", ["cast", "fp8e4m3"])
+    for src in FLOATS:
+        if src == "fp8e4m3":
+            continue
+        vals = [b for b in float_edge_values(src, negative_nans=False) if N.decode(src, b)[:2] != ("inf", 1)]
+        b = g.buffer(src, len(vals), data=vals)
+        g.output(f"from_{src}", g.cast(b, "fp8e4m3"), [len(vals)], [N.cast(src, "fp8e4m3", x) for x in vals])
+    C.add("cast", "floats_to_fp8e4m3", g)
+
+    g = G("CAST of NaNs with the sign bit set (and of -inf to fp8e4m3, which has no inf) between float dtypes gives the target's canonical quiet NaN with the sign KEPT "
+          "(x86 float conversions keep the sign; docs/semantics.md); hand rule",
+          ["cast", "nan", "sign"])
+    for src in FLOATS:
+        f = N.FLOATS[src]
+        vals = [f.nan | f.sign_bit]
+        if src != "fp8e4m3":
+            vals += [f.nan | f.sign_bit | 1, N.inf_bits(src, 1)]
+        b = g.buffer(src, len(vals), data=vals)
+        for dst in FLOATS:
+            if dst == src:
+                continue
+            out = [N.cast(src, dst, x) for x in vals]
+            if dst != "fp8e4m3" and src != "fp8e4m3":
+                out = out[:2]  # -inf -> -inf is uncontroversial and covered above; keep NaNs only
+                node = g.cast(g.shrink(b, [0], [2]), dst)
+                g.output(f"{src}_to_{dst}", node, [2], out)
+            else:
+                node = g.cast(b, dst)
+                g.output(f"{src}_to_{dst}", node, [len(vals)], out)
+    C.add("cast", "negative_nan_sign_kept", g)
+
+    for src in FLOATS:
         cast_case(C, f"{src}_to_ints", src, float_small_values(src), INTS,
                   f"CAST from {src} to every integer dtype on values whose truncation fits all of them (-0.9375 -> 0, 127.5 -> 127); math.trunc")
         edges = int_edges(src)

@@ -29,11 +29,11 @@ def gen(C):
         sfx = f"{tag(src)}_to_{tag(dst)}"
 
         # test_cross_device_assign: zeros(4,4) on dst, assign full((4,4), 3.0) realized on src
-        g = G(f"seed 000 test_cross_device_assign: dst = zeros(4,4) on {dst}, STORE(dst, src) with src = full 3.0 realized on {src}; "
-              "AFTER(dst, STORE) holds 3.0 everywhere and stays on dst's device; hand-derived", ["seed", "cross_device", "assign"])
+        g = G(f"seed 000 test_cross_device_assign: dst = zeros(4,4) (16-element buffer) on {dst}, STORE(dst, src) with src = full 3.0 realized on {src}; "
+              "AFTER(dst, STORE) viewed as [4,4] holds 3.0 everywhere and stays on dst's device; hand-derived", ["seed", "cross_device", "assign"])
         d = g.buffer("float32", 16, device=dst, init={"fill": "0.0"})
         s = g.buffer("float32", 16, device=src, init={"fill": "3.0"})
-        st = g.store(g.reshape(d, [4, 4]), g.reshape(s, [4, 4]))
+        st = g.store(d, s)
         out = g.reshape(g.after(d, st), [4, 4])
         g.output("dst", out, [4, 4], f32([3] * 16))
         g.sched(copies=1, no_kernel=True, writes=[d], copy_pairs=[[dst, src]])

@@ -612,8 +612,12 @@ def cast(src, dst, x):
                 raise UB("float_to_int_out_of_range")
             return t
         if k == "nan":
-            return FLOATS[dst].nan
+            # A float->float CAST keeps the NaN's sign (as x86 conversions do); the payload
+            # becomes the target's canonical quiet NaN.
+            return FLOATS[dst].nan | (FLOATS[dst].sign_bit if s else 0)
         if k == "inf":
+            if not FLOATS[dst].has_inf:
+                return FLOATS[dst].nan | (FLOATS[dst].sign_bit if s else 0)  # e4m3: a NaN, sign kept
             return inf_bits(dst, s)
         return round_fraction(dst, v, s)
     # src is bool or int
@@ -660,3 +664,19 @@ def f16_struct(x):
 
 def f64_struct(x):
     return struct.unpack("<Q", struct.pack("<d", x))[0]
+
+
+def reduce_identity(op, dt):
+    """The start of a REDUCE fold: 0 for ADD, 1 for MUL, the lowest value for MAX (-inf, or
+    -448 for fp8e4m3 which has no infinity; INT_MIN / 0 for ints; false for bool)."""
+    if op == "ADD":
+        return 0
+    if op == "MUL":
+        return fbits(dt, 1) if is_float(dt) else 1
+    assert op == "MAX"
+    if is_float(dt):
+        f = FLOATS[dt]
+        return inf_bits(dt, 1) if f.has_inf else round_fraction(dt, -f.max_finite, 1)
+    if dt == "bool":
+        return 0
+    return int_range(dt)[0]

@@ -79,16 +79,15 @@ class T:
         return T(self.shape, out, self.dtype)
 
     def reduce(self, op, n):
-        """Reduce the first n axes: out[j] = ((x[0,j] op x[1,j]) op x[2,j]) ... (row-major order
-        of the reduced index, starting from the first element)."""
+        """Reduce the first n axes: acc starts at the op's identity (0, 1, the lowest value) and
+        acc = op(acc, x) in row-major order of the reduced index (what tinygrad's kernels do)."""
         red, keep = self.shape[:n], self.shape[n:]
-        assert prod(red) > 0
         out = []
         for j in indices(keep):
-            acc = None
+            acc = N.reduce_identity(op, self.dtype)
             for i in indices(red):
                 x = self.at(list(i) + list(j))
-                acc = x if acc is None else N.alu(op, self.dtype, acc, x)
+                acc = N.alu(op, self.dtype, acc, x)
             out.append(acc)
         return T(keep, out, self.dtype)
 

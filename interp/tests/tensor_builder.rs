@@ -35,6 +35,18 @@ fn count(ctx: &Ctx, op: Op) -> usize {
     ctx.with_graph(|g| g.ids().filter(|&id| g.node(id).op == op).count())
 }
 
+/// The builder's cached storage identity of every node agrees with the verifier's, and the
+/// whole graph verifies.
+fn check_graph(ctx: &Ctx) {
+    let g = ctx.graph();
+    verify::verify(&g).unwrap();
+    for id in g.ids() {
+        let t = ctx.tensor_of(id, None).unwrap();
+        assert_eq!(t.storage_identity(), verify::storage_identity(&g, id), "node {id}");
+        assert_eq!(t.is_storage_view(), verify::storage_view(&g, id).is_some(), "node {id}");
+    }
+}
+
 fn reason(e: Error) -> String {
     match e {
         Error::Verify { reason, .. } => reason,
@@ -152,7 +164,7 @@ fn elementwise_minimum_maximum_and_compares() {
     assert_eq!(val(&a.ne(&b).unwrap()), vec![1, 1, 0, 1]);
     let c = a.lt(0).unwrap();
     assert_eq!(c.dtype(), DType::Bool);
-    assert_eq!(val(&c.where_(&a.neg().unwrap(), &a).unwrap()), vec![1, 7, 5, 0]);
+    assert_eq!(val(&c.where_(a.neg().unwrap(), &a).unwrap()), vec![1, 7, 5, 0]);
     assert_eq!(val(&c.neg().unwrap()), vec![1, 0, 1, 1]);
     assert_eq!(val(&c.where_(1, 0).unwrap()), vec![0, 1, 0, 0]);
     let f = Tensor::from_f64s(&ctx, &[3], DType::Float32, CPU, &[1.5, -2.0, 0.0]).unwrap();
@@ -239,7 +251,7 @@ fn clone_persists_when_the_source_is_assigned_later() {
     let mut a = ints(&ctx, &[3], &[1, 2, 3]);
     let c = a.clone_storage(None).unwrap();
     assert_ne!(c.storage_identity(), a.storage_identity());
-    a.assign(&ints(&ctx, &[3], &[7, 8, 9])).unwrap();
+    a.assign(ints(&ctx, &[3], &[7, 8, 9])).unwrap();
     // Read after the assign, in the same evaluation: the clone keeps the old values.
     let later = c.latest().unwrap().add(0).unwrap();
     let vs = ctx.evaluate(&[&a, &c, &later]).unwrap();
@@ -254,6 +266,7 @@ fn clone_persists_when_the_source_is_assigned_later() {
     assert_eq!(d.device(), Some(DeviceSpec::Single(cpu(1))));
     assert_eq!(val(&d), vec![7, 8, 9]);
     assert_eq!(count(&ctx, Op::COPY), 1);
+    check_graph(&ctx);
 }
 
 #[test]
@@ -268,6 +281,7 @@ fn war_handle_taken_before_assign_reads_old_value() {
     assert_eq!(vs, vec![vec![1, 2, 3], vec![2, 3, 4], vec![5, 5, 5]]);
     // The stale handle sees the write once asked for the latest contents.
     assert_eq!(val(&old.latest().unwrap()), vec![5, 5, 5]);
+    check_graph(&ctx);
 }
 
 #[test]
@@ -280,6 +294,7 @@ fn assigns_through_stale_handles_follow_program_order() {
     assert_eq!(val(&b), vec![9, 9, 7, 7]);
     assert_eq!(val(&a.latest().unwrap()), vec![9, 9, 7, 7]);
     assert_eq!(val(&a), vec![9, 9, 3, 4]);
+    check_graph(&ctx);
 }
 
 #[test]
@@ -301,11 +316,12 @@ fn assign_to_a_view_of_a_zero_buffer() {
     // The same on a 2-d view through assign_view.
     let mut m = Tensor::empty(&ctx, &[2, 3], DType::Int32, CPU).unwrap();
     m.assign(0).unwrap();
-    m.assign_view(|t| t.shrink_axis(1, 1, 2)?.flip(&[0]), &ints(&ctx, &[2, 1], &[5, 6])).unwrap();
+    m.assign_view(|t| t.shrink_axis(1, 1, 2)?.flip(&[0]), ints(&ctx, &[2, 1], &[5, 6])).unwrap();
     assert_eq!(val(&m), vec![0, 6, 0, 0, 5, 0]);
     // A view that is not of the target's storage is refused.
     let other = ints(&ctx, &[2, 3], &[0; 6]);
     assert!(reason(m.assign_view(|_| Ok(other.clone()), 1).unwrap_err()).contains("not a view of the target's storage"));
+    check_graph(&ctx);
 }
 
 #[test]
@@ -314,7 +330,7 @@ fn assign_to_a_computed_value_initializes_storage() {
     // zeros() is a CONST (no storage): a slice assign makes fresh storage holding it.
     let mut z = Tensor::zeros(&ctx, &[8], DType::Int32).unwrap();
     assert!(!z.is_storage_view());
-    z.assign_slice(&[(2, 6)], &ints(&ctx, &[4], &[0, 1, 2, 3])).unwrap();
+    z.assign_slice(&[(2, 6)], ints(&ctx, &[4], &[0, 1, 2, 3])).unwrap();
     assert!(z.is_storage_view());
     assert_eq!(z.device(), Some(DeviceSpec::Single(CPU)));
     assert_eq!(val(&z), vec![0, 0, 0, 1, 2, 3, 0, 0]);
@@ -323,9 +339,10 @@ fn assign_to_a_computed_value_initializes_storage() {
     x.assign_slice(&[(0, 1)], 100).unwrap();
     assert_eq!(val(&x), vec![100, 3, 4]);
     let mut y = a.mul(2).unwrap();
-    y.assign(&a.neg().unwrap()).unwrap();
+    y.assign(a.neg().unwrap()).unwrap();
     assert_eq!(val(&y), vec![-1, -2, -3]);
     assert_eq!(val(&a), vec![1, 2, 3]);
+    check_graph(&ctx);
 }
 
 #[test]
@@ -343,10 +360,11 @@ fn cross_device_assign_keeps_the_target_buffer() {
     assert_eq!(count(&ctx, Op::COPY), 0);
     assert_eq!(count(&ctx, Op::CONTIGUOUS), 0);
     // A computed source is materialized on its own device first.
-    dst.assign(&src.add(1).unwrap()).unwrap();
+    dst.assign(src.add(1).unwrap()).unwrap();
     assert_eq!(val(&dst), vec![5, 6, 7]);
     assert_eq!(count(&ctx, Op::CONTIGUOUS), 1);
     assert_eq!(dst.storage_identity(), Some(buf));
+    check_graph(&ctx);
 }
 
 #[test]
@@ -363,6 +381,7 @@ fn detach_assign_writes_the_base() {
     let c = a.contiguous().unwrap();
     assert!(!c.is_storage_view());
     assert_eq!(val(&c), vec![1, 2, 3]);
+    check_graph(&ctx);
 }
 
 #[test]
@@ -404,6 +423,7 @@ fn shard_then_sum_over_the_sharded_axis_allreduces() {
     });
     // Gathering the replicated result.
     assert_eq!(val(&t.to(CPU).unwrap()), vec![12, 16]);
+    check_graph(&ctx);
 }
 
 #[test]
@@ -452,7 +472,7 @@ fn elementwise_and_movement_on_sharded_tensors() {
     assert_eq!(y.sharding().unwrap().axis, Some(0));
     assert_eq!(val(&y.to(CPU).unwrap()), vec![100, 202, 104, 206, 108, 210, 112, 214]);
     // A device-less constant operand broadcasts too.
-    let z = s.add(&Tensor::full(&ctx, &[4, 2], DType::Int32, 1).unwrap()).unwrap();
+    let z = s.add(Tensor::full(&ctx, &[4, 2], DType::Int32, 1).unwrap()).unwrap();
     assert_eq!(val(&z.to(CPU).unwrap()), (1..=8).collect::<Vec<i128>>());
     // permute remaps the sharded axis; reshape keeping it intact is fine.
     let p = s.permute(&[1, 0]).unwrap();
@@ -473,6 +493,7 @@ fn elementwise_and_movement_on_sharded_tensors() {
     assert!(reason(s.pad(&[(1, 0), (0, 0)]).unwrap_err()).contains("sharded axis"));
     // A single-device operand with a sharded one.
     assert!(s.add(&x).is_err());
+    check_graph(&ctx);
 }
 
 #[test]
@@ -481,13 +502,14 @@ fn assign_into_sharded_storage() {
     let mut b = Tensor::empty_multi(&ctx, &[4, 2], DType::Int32, &devs(2), Some(0)).unwrap();
     assert_eq!(b.local_shape(), vec![2, 2]);
     let x = Tensor::arange(&ctx, 8, DType::Int32, CPU).unwrap().reshape(&[4, 2]).unwrap();
-    b.assign(&x.shard(&devs(2), Some(0)).unwrap()).unwrap();
+    b.assign(x.shard(&devs(2), Some(0)).unwrap()).unwrap();
     assert_eq!(val(&b.to(CPU).unwrap()), (0..8).collect::<Vec<i128>>());
     b.assign_slice(&[(0, 4), (1, 2)], 9).unwrap();
     assert_eq!(val(&b.to(CPU).unwrap()), vec![0, 9, 2, 9, 4, 9, 6, 9]);
     let c = b.clone_storage(None).unwrap();
     assert_eq!(c.sharding(), b.sharding());
     assert_ne!(c.storage_identity(), b.storage_identity());
+    check_graph(&ctx);
 }
 
 /// Runs a failing build step, checks that it added no node, and returns the error text.
@@ -568,4 +590,19 @@ fn many_assigns_build_and_evaluate() {
     eprintln!("1000 assigns: {:?}", start.elapsed());
     assert!(start.elapsed().as_secs() < 20, "building took {:?}", start.elapsed());
     assert_eq!(val(&a), vec![250; 4]);
+    // The builder's storage bookkeeping on a shorter chain (the verifier's own
+    // storage_identity is quadratic in the chain length).
+    let ctx = Ctx::new();
+    let mut a = ints(&ctx, &[4], &[0; 4]);
+    let mut stale = a.clone();
+    for i in 0..60 {
+        let v = stale.latest().unwrap().shrink_axis(0, i % 4, i % 4 + 1).unwrap().mul(2).unwrap();
+        if i % 3 == 0 {
+            stale = a.detach().unwrap();
+        }
+        a.assign_slice(&[(i % 4, i % 4 + 1)], &v).unwrap();
+    }
+    assert_eq!(val(&a), vec![0; 4]);
+    check_graph(&ctx);
+
 }

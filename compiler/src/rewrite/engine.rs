@@ -40,7 +40,11 @@ pub struct Rule {
 
 impl Rule {
     pub fn new(name: &'static str, pattern: Pat, rewrite: RewriteFn) -> Rule {
-        Rule { name, pattern, rewrite }
+        Rule {
+            name,
+            pattern,
+            rewrite,
+        }
     }
 }
 
@@ -58,7 +62,11 @@ impl RuleSet {
     pub fn new(name: &'static str, rules: Vec<Rule>) -> RuleSet {
         let mut seen = HashSet::new();
         for r in &rules {
-            assert!(seen.insert(r.name), "rule set '{name}': duplicate rule name '{}'", r.name);
+            assert!(
+                seen.insert(r.name),
+                "rule set '{name}': duplicate rule name '{}'",
+                r.name
+            );
         }
         let mut by_op = vec![Vec::new(); Op::ALL.len()];
         for (i, r) in rules.iter().enumerate() {
@@ -79,7 +87,10 @@ impl RuleSet {
 
     /// Several sets as one, in order (the first set's rules have the highest priority).
     pub fn concat(name: &'static str, sets: &[&RuleSet]) -> RuleSet {
-        RuleSet::new(name, sets.iter().flat_map(|s| s.rules.iter().cloned()).collect())
+        RuleSet::new(
+            name,
+            sets.iter().flat_map(|s| s.rules.iter().cloned()).collect(),
+        )
     }
 
     pub fn rules(&self) -> &[Rule] {
@@ -111,7 +122,11 @@ impl RuleSet {
                         continue;
                     }
                     let (was, now) = (g.node(id).dtype, g.node(new).dtype);
-                    assert_eq!(was, now, "rule '{}' rewrote {id} ({was}) to {new} ({now})", rule.name);
+                    assert_eq!(
+                        was, now,
+                        "rule '{}' rewrote {id} ({was}) to {new} ({now})",
+                        rule.name
+                    );
                     return Some((rule.name, new));
                 }
             }
@@ -153,17 +168,27 @@ pub struct RewriteOpts {
 impl Default for RewriteOpts {
     fn default() -> Self {
         let (max_iterations, max_nodes) = default_limits();
-        RewriteOpts { order: Order::BottomUp, max_iterations, max_nodes }
+        RewriteOpts {
+            order: Order::BottomUp,
+            max_iterations,
+            max_nodes,
+        }
     }
 }
 
 impl RewriteOpts {
     pub fn bottom_up() -> Self {
-        RewriteOpts { order: Order::BottomUp, ..Self::default() }
+        RewriteOpts {
+            order: Order::BottomUp,
+            ..Self::default()
+        }
     }
 
     pub fn top_down() -> Self {
-        RewriteOpts { order: Order::TopDown, ..Self::default() }
+        RewriteOpts {
+            order: Order::TopDown,
+            ..Self::default()
+        }
     }
 
     pub fn max_iterations(mut self, n: usize) -> Self {
@@ -184,12 +209,17 @@ pub fn default_limits() -> (usize, usize) {
     *LIMITS.get_or_init(|| {
         let read = |var: &str, default: usize| match std::env::var(var) {
             Ok(s) => s.trim().parse().unwrap_or_else(|_| {
-                eprintln!("uopkit: ignoring {var}={s:?} (not a non-negative integer); using {default}");
+                eprintln!(
+                    "uopkit: ignoring {var}={s:?} (not a non-negative integer); using {default}"
+                );
                 default
             }),
             Err(_) => default,
         };
-        (read("UOPKIT_REWRITE_MAX_ITERS", DEFAULT_MAX_ITERATIONS), read("UOPKIT_REWRITE_MAX_NODES", DEFAULT_MAX_NODES))
+        (
+            read("UOPKIT_REWRITE_MAX_ITERS", DEFAULT_MAX_ITERATIONS),
+            read("UOPKIT_REWRITE_MAX_NODES", DEFAULT_MAX_NODES),
+        )
     })
 }
 
@@ -218,7 +248,12 @@ impl RewriteResult {
 }
 
 /// Rewrites the graphs under `roots` with `rules` until a fixed point or a limit.
-pub fn rewrite(graph: &mut Graph, roots: &[NodeId], rules: &RuleSet, opts: RewriteOpts) -> RewriteResult {
+pub fn rewrite(
+    graph: &mut Graph,
+    roots: &[NodeId],
+    rules: &RuleSet,
+    opts: RewriteOpts,
+) -> RewriteResult {
     let start_len = graph.len();
     let mut cur = roots.to_vec();
     let mut hits = BTreeMap::new();
@@ -240,17 +275,32 @@ pub fn rewrite(graph: &mut Graph, roots: &[NodeId], rules: &RuleSet, opts: Rewri
             break StopReason::NodeLimit;
         }
     };
-    RewriteResult { roots: cur, stop, iterations, hits, nodes_added: graph.len() - start_len }
+    RewriteResult {
+        roots: cur,
+        stop,
+        iterations,
+        hits,
+        nodes_added: graph.len() - start_len,
+    }
 }
 
 /// `node` with its sources replaced through `memo` (the node itself when none changed).
 fn rebuild(g: &mut Graph, id: NodeId, memo: &HashMap<NodeId, NodeId>) -> NodeId {
     let n = g.node(id);
-    let src: Vec<NodeId> = n.src.iter().map(|s| memo.get(s).copied().unwrap_or(*s)).collect();
+    let src: Vec<NodeId> = n
+        .src
+        .iter()
+        .map(|s| memo.get(s).copied().unwrap_or(*s))
+        .collect();
     if src == n.src {
         return id;
     }
-    let node = Node { op: n.op, dtype: n.dtype, src, arg: n.arg.clone() };
+    let node = Node {
+        op: n.op,
+        dtype: n.dtype,
+        src,
+        arg: n.arg.clone(),
+    };
     g.add(node)
 }
 
@@ -277,7 +327,13 @@ fn pass_bottom_up(
             memo.insert(id, new);
         }
     }
-    (roots.iter().map(|r| memo.get(r).copied().unwrap_or(*r)).collect(), fired)
+    (
+        roots
+            .iter()
+            .map(|r| memo.get(r).copied().unwrap_or(*r))
+            .collect(),
+        fired,
+    )
 }
 
 fn pass_top_down(
@@ -289,7 +345,10 @@ fn pass_top_down(
     enum Task {
         Enter(NodeId),
         /// All sources of `base` are done: `orig` becomes `base` rebuilt.
-        Build { orig: NodeId, base: NodeId },
+        Build {
+            orig: NodeId,
+            base: NodeId,
+        },
     }
     let mut memo: HashMap<NodeId, NodeId> = HashMap::new();
     let mut active: HashSet<NodeId> = HashSet::new();
@@ -324,5 +383,11 @@ fn pass_top_down(
             }
         }
     }
-    (roots.iter().map(|r| memo.get(r).copied().unwrap_or(*r)).collect(), fired)
+    (
+        roots
+            .iter()
+            .map(|r| memo.get(r).copied().unwrap_or(*r))
+            .collect(),
+        fired,
+    )
 }

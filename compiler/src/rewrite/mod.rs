@@ -14,7 +14,9 @@ pub mod pattern;
 pub mod range;
 pub mod symbolic;
 
-pub use engine::{rewrite, Order, RewriteFn, RewriteOpts, RewriteResult, Rule, RuleSet, StopReason};
+pub use engine::{
+    rewrite, Order, RewriteFn, RewriteOpts, RewriteResult, Rule, RuleSet, StopReason,
+};
 pub use pattern::{Captures, Pat};
 pub use range::{ub_free, vmax, vmin, vrange, Ranges, VRange};
 pub use symbolic::{simplify, symbolic};
@@ -27,5 +29,13 @@ pub fn rule_sets() -> Vec<RuleSet> {
 /// Every rule of every rule set, as `(set name, rule name)`, sets in [`rule_sets`] order and
 /// rules in priority order.
 pub fn all_rules() -> Vec<(&'static str, &'static str)> {
-    rule_sets().iter().flat_map(|s| s.rules().iter().map(|r| (s.name, r.name)).collect::<Vec<_>>()).collect()
+    rule_sets()
+        .iter()
+        .flat_map(|s| {
+            s.rules()
+                .iter()
+                .map(|r| (s.name, r.name))
+                .collect::<Vec<_>>()
+        })
+        .collect()
 }

@@ -5,9 +5,12 @@
 //! bind the same node, and because the graph is hash-consed that means *structurally equal*
 //! sub-expressions (`x + x` matches `a + a`, never `a + b`).
 //!
-//! ```ignore
+//! ```
+//! use uopkit_compiler::rewrite::Pat;
+//! use uopkit_interp::ir::Op;
 //! // (x + c1) + c2, either operand order at both levels, x any node, c1/c2 CONSTs.
-//! Pat::comm(Op::ADD, [Pat::comm(Op::ADD, [Pat::var("x"), Pat::cvar("c1")]), Pat::cvar("c2")])
+//! let p = Pat::comm(Op::ADD, [Pat::comm(Op::ADD, [Pat::var("x"), Pat::cvar("c1")]), Pat::cvar("c2")]);
+//! assert_eq!(p.root_ops(), Some(&[Op::ADD][..]));
 //! ```
 //!
 //! Matching is a backtracking search that yields *every* way the pattern matches, in a fixed
@@ -54,11 +57,29 @@ pub struct Pat {
 }
 
 /// Ops whose two operands may be matched in either order (see [`Pat::comm`]).
-pub const COMMUTATIVE_OPS: &[Op] = &[Op::ADD, Op::MUL, Op::AND, Op::OR, Op::XOR, Op::MAX, Op::CMPNE, Op::CMPEQ];
+pub const COMMUTATIVE_OPS: &[Op] = &[
+    Op::ADD,
+    Op::MUL,
+    Op::AND,
+    Op::OR,
+    Op::XOR,
+    Op::MAX,
+    Op::CMPNE,
+    Op::CMPEQ,
+];
 
 impl Pat {
     fn blank() -> Pat {
-        Pat { ops: None, dtype: None, arg: None, konst: None, src: None, commutative: false, name: None, guard: None }
+        Pat {
+            ops: None,
+            dtype: None,
+            arg: None,
+            konst: None,
+            src: None,
+            commutative: false,
+            name: None,
+            guard: None,
+        }
     }
 
     /// Any node; captures nothing.
@@ -73,7 +94,10 @@ impl Pat {
 
     /// Any CONST; captures nothing.
     pub fn cnst() -> Pat {
-        Pat { ops: Some(vec![Op::CONST]), ..Pat::blank() }
+        Pat {
+            ops: Some(vec![Op::CONST]),
+            ..Pat::blank()
+        }
     }
 
     /// Any CONST, captured as `name` (read its value with [`Captures::const_bits`]).
@@ -83,22 +107,36 @@ impl Pat {
 
     /// A CONST whose `(dtype, bits)` satisfy `pred`, captured as `name`.
     pub fn const_where(name: &'static str, pred: ConstPred) -> Pat {
-        Pat { konst: Some(pred), ..Pat::cvar(name) }
+        Pat {
+            konst: Some(pred),
+            ..Pat::cvar(name)
+        }
     }
 
     /// A node with op `op` and exactly the sources `src`, in order.
     pub fn op(op: Op, src: impl Into<Vec<Pat>>) -> Pat {
-        Pat { ops: Some(vec![op]), src: Some(src.into()), ..Pat::blank() }
+        Pat {
+            ops: Some(vec![op]),
+            src: Some(src.into()),
+            ..Pat::blank()
+        }
     }
 
     /// A node whose op is one of `ops`, with exactly the sources `src`, in order.
     pub fn ops(ops: &[Op], src: impl Into<Vec<Pat>>) -> Pat {
-        Pat { ops: Some(ops.to_vec()), src: Some(src.into()), ..Pat::blank() }
+        Pat {
+            ops: Some(ops.to_vec()),
+            src: Some(src.into()),
+            ..Pat::blank()
+        }
     }
 
     /// A node with op `op` and any sources.
     pub fn node(op: Op) -> Pat {
-        Pat { ops: Some(vec![op]), ..Pat::blank() }
+        Pat {
+            ops: Some(vec![op]),
+            ..Pat::blank()
+        }
     }
 
     /// A binary node with op `op` whose two sources match `src` in either order.
@@ -113,9 +151,17 @@ impl Pat {
     /// Like [`Pat::comm`] with a set of ops.
     pub fn comm_ops(ops: &[Op], src: [Pat; 2]) -> Pat {
         for op in ops {
-            assert!(COMMUTATIVE_OPS.contains(op), "Pat::comm: {op} is not commutative");
+            assert!(
+                COMMUTATIVE_OPS.contains(op),
+                "Pat::comm: {op} is not commutative"
+            );
         }
-        Pat { ops: Some(ops.to_vec()), src: Some(src.into()), commutative: true, ..Pat::blank() }
+        Pat {
+            ops: Some(ops.to_vec()),
+            src: Some(src.into()),
+            commutative: true,
+            ..Pat::blank()
+        }
     }
 
     /// Capture the matched node as `name`.
@@ -241,7 +287,10 @@ pub struct Captures {
 impl Captures {
     /// The node captured as `name`.
     pub fn get(&self, name: &str) -> Option<NodeId> {
-        self.binds.iter().find(|(n, _)| *n == name).map(|&(_, id)| id)
+        self.binds
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|&(_, id)| id)
     }
 
     /// The bits of the CONST captured as `name` (`None` when it is not a CONST).
@@ -291,7 +340,11 @@ impl Index<&str> for Captures {
 
 impl fmt::Display for Captures {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let parts: Vec<String> = self.binds.iter().map(|(n, id)| format!("{n}={id}")).collect();
+        let parts: Vec<String> = self
+            .binds
+            .iter()
+            .map(|(n, id)| format!("{n}={id}"))
+            .collect();
         write!(f, "{{{}}}", parts.join(", "))
     }
 }
@@ -302,17 +355,32 @@ mod tests {
     use uopkit_interp::ir::Node;
 
     fn konst(g: &mut Graph, dt: DType, v: u64) -> NodeId {
-        g.add(Node { op: Op::CONST, dtype: dt, src: vec![], arg: Arg::Const(v) })
+        g.add(Node {
+            op: Op::CONST,
+            dtype: dt,
+            src: vec![],
+            arg: Arg::Const(v),
+        })
     }
     fn bin(g: &mut Graph, op: Op, a: NodeId, b: NodeId) -> NodeId {
         let dt = g.node(a).dtype;
-        g.add(Node { op, dtype: dt, src: vec![a, b], arg: Arg::None })
+        g.add(Node {
+            op,
+            dtype: dt,
+            src: vec![a, b],
+            arg: Arg::None,
+        })
     }
 
     #[test]
     fn var_and_const_captures() {
         let mut g = Graph::new();
-        let x = g.add(Node { op: Op::RANGE, dtype: DType::Int64, src: vec![], arg: Arg::Index(0) });
+        let x = g.add(Node {
+            op: Op::RANGE,
+            dtype: DType::Int64,
+            src: vec![],
+            arg: Arg::Index(0),
+        });
         let c = konst(&mut g, DType::Int64, 3);
         let e = bin(&mut g, Op::ADD, x, c);
         let p = Pat::op(Op::ADD, [Pat::var("x"), Pat::cvar("c")]);
@@ -361,11 +429,24 @@ mod tests {
         let z = konst(&mut g, DType::Int8, 0);
         let one = konst(&mut g, DType::Int8, 1);
         let f = konst(&mut g, DType::Float32, 0);
-        assert!(Pat::const_where("z", |_, b| b == 0).first_match(&g, z).is_some());
-        assert!(Pat::const_where("z", |_, b| b == 0).first_match(&g, one).is_none());
-        assert!(Pat::cvar("c").dtype(DType::Int8).first_match(&g, f).is_none());
-        assert!(Pat::cvar("c").dtype_where(DType::is_float).first_match(&g, f).is_some());
-        assert!(Pat::any().arg_where(|a| matches!(a, Arg::Const(1))).first_match(&g, one).is_some());
+        assert!(Pat::const_where("z", |_, b| b == 0)
+            .first_match(&g, z)
+            .is_some());
+        assert!(Pat::const_where("z", |_, b| b == 0)
+            .first_match(&g, one)
+            .is_none());
+        assert!(Pat::cvar("c")
+            .dtype(DType::Int8)
+            .first_match(&g, f)
+            .is_none());
+        assert!(Pat::cvar("c")
+            .dtype_where(DType::is_float)
+            .first_match(&g, f)
+            .is_some());
+        assert!(Pat::any()
+            .arg_where(|a| matches!(a, Arg::Const(1)))
+            .first_match(&g, one)
+            .is_some());
         let e = bin(&mut g, Op::ADD, z, one);
         let p = Pat::comm(Op::ADD, [Pat::cvar("a"), Pat::cvar("b")])
             .guard(|g, c| c.const_bits(g, "a").unwrap() < c.const_bits(g, "b").unwrap());
@@ -373,7 +454,9 @@ mod tests {
         assert_eq!(m.len(), 1);
         assert_eq!(m[0]["a"], z);
         // A set of ops; any sources.
-        assert!(Pat::ops(&[Op::SUB, Op::ADD], [Pat::any(), Pat::any()]).first_match(&g, e).is_some());
+        assert!(Pat::ops(&[Op::SUB, Op::ADD], [Pat::any(), Pat::any()])
+            .first_match(&g, e)
+            .is_some());
         assert!(Pat::node(Op::ADD).first_match(&g, e).is_some());
         assert!(Pat::node(Op::MUL).first_match(&g, e).is_none());
         // Arity must match exactly.

@@ -50,7 +50,10 @@ impl VRange {
     }
 
     pub fn union(self, o: VRange) -> VRange {
-        VRange { min: self.min.min(o.min), max: self.max.max(o.max) }
+        VRange {
+            min: self.min.min(o.min),
+            max: self.max.max(o.max),
+        }
     }
 
     fn from_corners(vals: impl IntoIterator<Item = Option<i128>>) -> Option<VRange> {
@@ -116,7 +119,11 @@ fn floor_div(a: i128, b: i128) -> i128 {
 
 impl<'g> Ranges<'g> {
     pub fn new(g: &'g Graph) -> Self {
-        Ranges { g, memo: HashMap::new(), ub_free: HashMap::new() }
+        Ranges {
+            g,
+            memo: HashMap::new(),
+            ub_free: HashMap::new(),
+        }
     }
 
     /// The range of `id` (`None` for floats and void).
@@ -148,7 +155,11 @@ impl<'g> Ranges<'g> {
     /// All sources' ranges are memoized.
     fn compute(&self, n: &Node) -> Option<VRange> {
         let full = VRange::full(n.dtype)?;
-        let exact = if n.dtype.is_bool() { self.compute_bool(n) } else { self.compute_int(n) };
+        let exact = if n.dtype.is_bool() {
+            self.compute_bool(n)
+        } else {
+            self.compute_int(n)
+        };
         Some(match exact {
             Some(r) if r.within(full) => r,
             _ => full,
@@ -156,7 +167,9 @@ impl<'g> Ranges<'g> {
     }
 
     fn src(&self, n: &Node, i: usize) -> Option<VRange> {
-        n.src.get(i).and_then(|s| self.memo.get(s).copied().flatten())
+        n.src
+            .get(i)
+            .and_then(|s| self.memo.get(s).copied().flatten())
     }
 
     fn compute_bool(&self, n: &Node) -> Option<VRange> {
@@ -252,8 +265,19 @@ impl<'g> Ranges<'g> {
                 }
                 // Truncating and floor division are monotone in each operand on either side
                 // of zero, so the extremes are at the corners.
-                let div = |x: i128, y: i128| Some(if n.op == Op::CDIV { x / y } else { floor_div(x, y) });
-                VRange::from_corners([div(a.min, b.min), div(a.min, b.max), div(a.max, b.min), div(a.max, b.max)])
+                let div = |x: i128, y: i128| {
+                    Some(if n.op == Op::CDIV {
+                        x / y
+                    } else {
+                        floor_div(x, y)
+                    })
+                };
+                VRange::from_corners([
+                    div(a.min, b.min),
+                    div(a.min, b.max),
+                    div(a.max, b.min),
+                    div(a.max, b.max),
+                ])
             }
             Op::CMOD => {
                 let (a, b) = (a()?, b()?);
@@ -266,7 +290,10 @@ impl<'g> Ranges<'g> {
                 }
                 let m = b.min.abs().max(b.max.abs()) - 1;
                 // The remainder has the dividend's sign and |r| <= min(|a|, |b| - 1).
-                Some(VRange::new(if a.min >= 0 { 0 } else { a.min.max(-m) }, if a.max <= 0 { 0 } else { a.max.min(m) }))
+                Some(VRange::new(
+                    if a.min >= 0 { 0 } else { a.min.max(-m) },
+                    if a.max <= 0 { 0 } else { a.max.min(m) },
+                ))
             }
             Op::FLOORMOD => {
                 let (a, b) = (a()?, b()?);
@@ -274,12 +301,26 @@ impl<'g> Ranges<'g> {
                     if a.min >= 0 && a.max < b.min {
                         return Some(a);
                     }
-                    Some(VRange::new(0, if a.min >= 0 { a.max.min(b.max - 1) } else { b.max - 1 }))
+                    Some(VRange::new(
+                        0,
+                        if a.min >= 0 {
+                            a.max.min(b.max - 1)
+                        } else {
+                            b.max - 1
+                        },
+                    ))
                 } else if b.max < 0 {
                     if a.max <= 0 && a.min > b.max {
                         return Some(a);
                     }
-                    Some(VRange::new(if a.max <= 0 { a.min.max(b.min + 1) } else { b.min + 1 }, 0))
+                    Some(VRange::new(
+                        if a.max <= 0 {
+                            a.min.max(b.min + 1)
+                        } else {
+                            b.min + 1
+                        },
+                        0,
+                    ))
                 } else {
                     None
                 }
@@ -297,7 +338,12 @@ impl<'g> Ranges<'g> {
                         Some(x >> s)
                     }
                 };
-                VRange::from_corners([f(a.min, k.min), f(a.min, k.max), f(a.max, k.min), f(a.max, k.max)])
+                VRange::from_corners([
+                    f(a.min, k.min),
+                    f(a.min, k.max),
+                    f(a.max, k.min),
+                    f(a.max, k.max),
+                ])
             }
             Op::AND => {
                 let (a, b) = (a()?, b()?);
@@ -315,7 +361,11 @@ impl<'g> Ranges<'g> {
                     return None;
                 }
                 let hi = a.max.max(b.max);
-                let ones = if hi == 0 { 0 } else { (1i128 << (128 - hi.leading_zeros())) - 1 };
+                let ones = if hi == 0 {
+                    0
+                } else {
+                    (1i128 << (128 - hi.leading_zeros())) - 1
+                };
                 let lo = if n.op == Op::OR { a.min.max(b.min) } else { 0 };
                 Some(VRange::new(lo, ones))
             }
@@ -382,7 +432,9 @@ impl<'g> Ranges<'g> {
                 !(from.is_some_and(DType::is_float) && !dt.is_float() && !dt.is_bool())
             }
             Op::CDIV | Op::CMOD | Op::FLOORDIV | Op::FLOORMOD if int_like(dt) => {
-                let (Some(&x), Some(&y)) = (n.src.first(), n.src.get(1)) else { return false };
+                let (Some(&x), Some(&y)) = (n.src.first(), n.src.get(1)) else {
+                    return false;
+                };
                 let Some(b) = self.get(y) else { return false };
                 if b.contains(0) {
                     return false;
@@ -395,7 +447,8 @@ impl<'g> Ranges<'g> {
             }
             Op::SHL | Op::SHR if int_like(dt) => {
                 let Some(&y) = n.src.get(1) else { return false };
-                self.get(y).is_some_and(|k| k.min >= 0 && k.max < dt.bits() as i128)
+                self.get(y)
+                    .is_some_and(|k| k.min >= 0 && k.max < dt.bits() as i128)
             }
             op => op.is_alu(),
         }
@@ -403,7 +456,12 @@ impl<'g> Ranges<'g> {
 }
 
 fn mul_range(a: VRange, b: VRange) -> Option<VRange> {
-    VRange::from_corners([a.min.checked_mul(b.min), a.min.checked_mul(b.max), a.max.checked_mul(b.min), a.max.checked_mul(b.max)])
+    VRange::from_corners([
+        a.min.checked_mul(b.min),
+        a.min.checked_mul(b.max),
+        a.max.checked_mul(b.min),
+        a.max.checked_mul(b.max),
+    ])
 }
 
 #[cfg(test)]
@@ -412,18 +470,42 @@ mod tests {
     use uopkit_interp::scalar::cast::wrap_i128;
 
     fn c(g: &mut Graph, dt: DType, v: i128) -> NodeId {
-        g.add(Node { op: Op::CONST, dtype: dt, src: vec![], arg: Arg::Const(wrap_i128(dt, v)) })
+        g.add(Node {
+            op: Op::CONST,
+            dtype: dt,
+            src: vec![],
+            arg: Arg::Const(wrap_i128(dt, v)),
+        })
     }
     fn range(g: &mut Graph, axis: usize, end: i128) -> NodeId {
         let e = c(g, DType::Int64, end);
-        g.add(Node { op: Op::RANGE, dtype: DType::Int64, src: vec![e], arg: Arg::Index(axis) })
+        g.add(Node {
+            op: Op::RANGE,
+            dtype: DType::Int64,
+            src: vec![e],
+            arg: Arg::Index(axis),
+        })
     }
     fn bin(g: &mut Graph, op: Op, a: NodeId, b: NodeId) -> NodeId {
-        let dt = if op.is_comparison() { DType::Bool } else { g.node(a).dtype };
-        g.add(Node { op, dtype: dt, src: vec![a, b], arg: Arg::None })
+        let dt = if op.is_comparison() {
+            DType::Bool
+        } else {
+            g.node(a).dtype
+        };
+        g.add(Node {
+            op,
+            dtype: dt,
+            src: vec![a, b],
+            arg: Arg::None,
+        })
     }
     fn cast(g: &mut Graph, dt: DType, a: NodeId) -> NodeId {
-        g.add(Node { op: Op::CAST, dtype: dt, src: vec![a], arg: Arg::None })
+        g.add(Node {
+            op: Op::CAST,
+            dtype: dt,
+            src: vec![a],
+            arg: Arg::None,
+        })
     }
     fn r(min: i128, max: i128) -> Option<VRange> {
         Some(VRange::new(min, max))
@@ -457,7 +539,12 @@ mod tests {
         assert_eq!(vrange(&g, lt), r(1, 1));
         let ne = bin(&mut g, Op::CMPNE, s, j);
         assert_eq!(vrange(&g, ne), r(1, 1));
-        let w = g.add(Node { op: Op::WHERE, dtype: DType::Int64, src: vec![lt, i, s], arg: Arg::None });
+        let w = g.add(Node {
+            op: Op::WHERE,
+            dtype: DType::Int64,
+            src: vec![lt, i, s],
+            arg: Arg::None,
+        });
         assert_eq!(vrange(&g, w), r(0, 9));
         let two = c(&mut g, DType::Int64, 2);
         let sh = bin(&mut g, Op::SHL, i, two);
@@ -466,7 +553,12 @@ mod tests {
         assert_eq!(vrange(&g, sh), r(-1, -1));
         let and = bin(&mut g, Op::AND, s, k4);
         assert_eq!(vrange(&g, and), r(0, 4));
-        let neg = g.add(Node { op: Op::NEG, dtype: DType::Int64, src: vec![s], arg: Arg::None });
+        let neg = g.add(Node {
+            op: Op::NEG,
+            dtype: DType::Int64,
+            src: vec![s],
+            arg: Arg::None,
+        });
         assert_eq!(vrange(&g, neg), r(1, 4));
     }
 
@@ -487,11 +579,21 @@ mod tests {
         let one = c(&mut g, DType::UInt8, 1);
         let v = bin(&mut g, Op::SUB, u, one); // 0 - 1 wraps
         assert_eq!(vrange(&g, v), r(0, 255));
-        let f = g.add(Node { op: Op::CONST, dtype: DType::Float32, src: vec![], arg: Arg::Const(0) });
+        let f = g.add(Node {
+            op: Op::CONST,
+            dtype: DType::Float32,
+            src: vec![],
+            arg: Arg::Const(0),
+        });
         assert_eq!(vrange(&g, f), None);
         let b = cast(&mut g, DType::Bool, u);
         assert_eq!(vrange(&g, b), r(0, 1));
-        let big = g.add(Node { op: Op::MUL, dtype: DType::UInt64, src: vec![], arg: Arg::None });
+        let big = g.add(Node {
+            op: Op::MUL,
+            dtype: DType::UInt64,
+            src: vec![],
+            arg: Arg::None,
+        });
         assert_eq!(vrange(&g, big), r(0, u64::MAX as i128));
     }
 
@@ -518,12 +620,22 @@ mod tests {
         let big = c(&mut g, DType::Int64, 64);
         let s = bin(&mut g, Op::SHL, i, big);
         assert!(!ub_free(&g, s));
-        let f = g.add(Node { op: Op::CONST, dtype: DType::Float32, src: vec![], arg: Arg::Const(0) });
+        let f = g.add(Node {
+            op: Op::CONST,
+            dtype: DType::Float32,
+            src: vec![],
+            arg: Arg::Const(0),
+        });
         let fi = cast(&mut g, DType::Int32, f);
         assert!(!ub_free(&g, fi));
         let fb = cast(&mut g, DType::Bool, f);
         assert!(ub_free(&g, fb));
-        let load = g.add(Node { op: Op::LOAD, dtype: DType::Int64, src: vec![], arg: Arg::None });
+        let load = g.add(Node {
+            op: Op::LOAD,
+            dtype: DType::Int64,
+            src: vec![],
+            arg: Arg::None,
+        });
         assert!(!ub_free(&g, load));
     }
 }

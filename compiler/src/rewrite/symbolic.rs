@@ -75,7 +75,12 @@ fn const_int(g: &Graph, id: NodeId) -> Option<i128> {
 }
 
 fn konst(g: &mut Graph, dt: DType, bits: u64) -> NodeId {
-    g.add(Node { op: Op::CONST, dtype: dt, src: vec![], arg: Arg::Const(bits & mask(dt)) })
+    g.add(Node {
+        op: Op::CONST,
+        dtype: dt,
+        src: vec![],
+        arg: Arg::Const(bits & mask(dt)),
+    })
 }
 
 fn int_const(g: &mut Graph, dt: DType, v: i128) -> NodeId {
@@ -83,7 +88,12 @@ fn int_const(g: &mut Graph, dt: DType, v: i128) -> NodeId {
 }
 
 fn alu_node(g: &mut Graph, op: Op, dt: DType, src: Vec<NodeId>) -> NodeId {
-    g.add(Node { op, dtype: dt, src, arg: Arg::None })
+    g.add(Node {
+        op,
+        dtype: dt,
+        src,
+        arg: Arg::None,
+    })
 }
 
 fn dtype(g: &Graph, id: NodeId) -> DType {
@@ -91,11 +101,19 @@ fn dtype(g: &Graph, id: NodeId) -> DType {
 }
 
 fn unary_ops() -> Vec<Op> {
-    Op::ALL.iter().copied().filter(|o| o.is_unary_alu()).collect()
+    Op::ALL
+        .iter()
+        .copied()
+        .filter(|o| o.is_unary_alu())
+        .collect()
 }
 
 fn binary_ops() -> Vec<Op> {
-    Op::ALL.iter().copied().filter(|o| o.is_binary_alu()).collect()
+    Op::ALL
+        .iter()
+        .copied()
+        .filter(|o| o.is_binary_alu())
+        .collect()
 }
 
 const DIVS: &[Op] = &[Op::CDIV, Op::FLOORDIV];
@@ -108,104 +126,270 @@ pub fn symbolic_rules() -> Vec<Rule> {
     let one = || Pat::const_where("one", is_one);
     vec![
         // ---- constant folding (the oracle's own scalar semantics; UB is left alone) ----
-        Rule::new("fold_const_unary", Pat::ops(&unary_ops(), [Pat::cvar("a")]), fold_unary),
-        Rule::new("fold_const_binary", Pat::ops(&binary_ops(), [Pat::cvar("a"), Pat::cvar("b")]), fold_binary),
+        Rule::new(
+            "fold_const_unary",
+            Pat::ops(&unary_ops(), [Pat::cvar("a")]),
+            fold_unary,
+        ),
+        Rule::new(
+            "fold_const_binary",
+            Pat::ops(&binary_ops(), [Pat::cvar("a"), Pat::cvar("b")]),
+            fold_binary,
+        ),
         Rule::new(
             "fold_const_ternary",
-            Pat::ops(&[Op::WHERE, Op::MULACC], [Pat::cvar("a"), Pat::cvar("b"), Pat::cvar("c")]),
+            Pat::ops(
+                &[Op::WHERE, Op::MULACC],
+                [Pat::cvar("a"), Pat::cvar("b"), Pat::cvar("c")],
+            ),
             fold_ternary,
         ),
-        Rule::new("fold_cast_const", Pat::op(Op::CAST, [Pat::cvar("a")]), fold_cast),
-        Rule::new("fold_bitcast_const", Pat::op(Op::BITCAST, [Pat::cvar("a")]), fold_bitcast),
+        Rule::new(
+            "fold_cast_const",
+            Pat::op(Op::CAST, [Pat::cvar("a")]),
+            fold_cast,
+        ),
+        Rule::new(
+            "fold_bitcast_const",
+            Pat::op(Op::BITCAST, [Pat::cvar("a")]),
+            fold_bitcast,
+        ),
         // ---- identities ----
-        Rule::new("add_zero", Pat::comm(Op::ADD, [x(), zero()]).dtype_where(int_like), keep_x),
-        Rule::new("sub_zero", Pat::op(Op::SUB, [x(), zero()]).dtype_where(int_like), keep_x),
-        Rule::new("sub_self", Pat::op(Op::SUB, [x(), x()]).dtype_where(int_like), to_zero_if_x_ub_free),
-        Rule::new("mul_one", Pat::comm(Op::MUL, [x(), one()]).dtype_where(int_like), keep_x),
-        Rule::new("mul_zero_int", Pat::comm(Op::MUL, [x(), zero()]).dtype_where(int_like), to_zero_if_x_ub_free),
-        Rule::new("neg_neg", Pat::op(Op::NEG, [Pat::op(Op::NEG, [x()])]), keep_x),
-        Rule::new("div_one", Pat::ops(DIVS, [x(), one()]).dtype_where(is_int), keep_x),
-        Rule::new("mod_one", Pat::ops(MODS, [x(), one()]).dtype_where(is_int), to_zero_if_x_ub_free),
-        Rule::new("and_self", Pat::op(Op::AND, [x(), x()]).dtype_where(int_like), keep_x),
-        Rule::new("or_self", Pat::op(Op::OR, [x(), x()]).dtype_where(int_like), keep_x),
-        Rule::new("xor_self", Pat::op(Op::XOR, [x(), x()]).dtype_where(int_like), to_zero_if_x_ub_free),
-        Rule::new("and_zero", Pat::comm(Op::AND, [x(), zero()]).dtype_where(int_like), to_zero_if_x_ub_free),
+        Rule::new(
+            "add_zero",
+            Pat::comm(Op::ADD, [x(), zero()]).dtype_where(int_like),
+            keep_x,
+        ),
+        Rule::new(
+            "sub_zero",
+            Pat::op(Op::SUB, [x(), zero()]).dtype_where(int_like),
+            keep_x,
+        ),
+        Rule::new(
+            "sub_self",
+            Pat::op(Op::SUB, [x(), x()]).dtype_where(int_like),
+            to_zero_if_x_ub_free,
+        ),
+        Rule::new(
+            "mul_one",
+            Pat::comm(Op::MUL, [x(), one()]).dtype_where(int_like),
+            keep_x,
+        ),
+        Rule::new(
+            "mul_zero_int",
+            Pat::comm(Op::MUL, [x(), zero()]).dtype_where(int_like),
+            to_zero_if_x_ub_free,
+        ),
+        Rule::new(
+            "neg_neg",
+            Pat::op(Op::NEG, [Pat::op(Op::NEG, [x()])]),
+            keep_x,
+        ),
+        Rule::new(
+            "div_one",
+            Pat::ops(DIVS, [x(), one()]).dtype_where(is_int),
+            keep_x,
+        ),
+        Rule::new(
+            "mod_one",
+            Pat::ops(MODS, [x(), one()]).dtype_where(is_int),
+            to_zero_if_x_ub_free,
+        ),
+        Rule::new(
+            "and_self",
+            Pat::op(Op::AND, [x(), x()]).dtype_where(int_like),
+            keep_x,
+        ),
+        Rule::new(
+            "or_self",
+            Pat::op(Op::OR, [x(), x()]).dtype_where(int_like),
+            keep_x,
+        ),
+        Rule::new(
+            "xor_self",
+            Pat::op(Op::XOR, [x(), x()]).dtype_where(int_like),
+            to_zero_if_x_ub_free,
+        ),
+        Rule::new(
+            "and_zero",
+            Pat::comm(Op::AND, [x(), zero()]).dtype_where(int_like),
+            to_zero_if_x_ub_free,
+        ),
         Rule::new(
             "and_all_ones",
             Pat::comm(Op::AND, [x(), Pat::const_where("ones", is_all_ones)]).dtype_where(int_like),
             keep_x,
         ),
-        Rule::new("or_zero", Pat::comm(Op::OR, [x(), zero()]).dtype_where(int_like), keep_x),
+        Rule::new(
+            "or_zero",
+            Pat::comm(Op::OR, [x(), zero()]).dtype_where(int_like),
+            keep_x,
+        ),
         Rule::new(
             "or_all_ones",
             Pat::comm(Op::OR, [x(), Pat::const_where("ones", is_all_ones)]).dtype_where(int_like),
             or_all_ones,
         ),
-        Rule::new("xor_zero", Pat::comm(Op::XOR, [x(), zero()]).dtype_where(int_like), keep_x),
+        Rule::new(
+            "xor_zero",
+            Pat::comm(Op::XOR, [x(), zero()]).dtype_where(int_like),
+            keep_x,
+        ),
         Rule::new("max_self", Pat::op(Op::MAX, [x(), x()]), keep_x),
         // ---- constant chains (exact: wrapping + and * are associative) ----
         Rule::new(
             "add_const_chain",
-            Pat::comm(Op::ADD, [Pat::comm(Op::ADD, [x(), Pat::cvar("c1")]), Pat::cvar("c2")]).dtype_where(int_like),
+            Pat::comm(
+                Op::ADD,
+                [Pat::comm(Op::ADD, [x(), Pat::cvar("c1")]), Pat::cvar("c2")],
+            )
+            .dtype_where(int_like),
             const_chain,
         ),
         Rule::new(
             "mul_const_chain",
-            Pat::comm(Op::MUL, [Pat::comm(Op::MUL, [x(), Pat::cvar("c1")]), Pat::cvar("c2")]).dtype_where(int_like),
+            Pat::comm(
+                Op::MUL,
+                [Pat::comm(Op::MUL, [x(), Pat::cvar("c1")]), Pat::cvar("c2")],
+            )
+            .dtype_where(int_like),
             const_chain,
         ),
         // ---- division and modulo by constants (range-checked) ----
-        Rule::new("div_of_small", Pat::ops(DIVS, [x(), Pat::cvar("c")]).dtype_where(is_int), div_of_small),
-        Rule::new("mod_of_small", Pat::ops(MODS, [x(), Pat::cvar("c")]).dtype_where(is_int), mod_of_small),
+        Rule::new(
+            "div_of_small",
+            Pat::ops(DIVS, [x(), Pat::cvar("c")]).dtype_where(is_int),
+            div_of_small,
+        ),
+        Rule::new(
+            "mod_of_small",
+            Pat::ops(MODS, [x(), Pat::cvar("c")]).dtype_where(is_int),
+            mod_of_small,
+        ),
         Rule::new(
             "div_mul_cancel",
-            Pat::ops(DIVS, [Pat::comm(Op::MUL, [Pat::var("a"), Pat::cvar("c")]), Pat::var("c")]).dtype_where(is_int),
+            Pat::ops(
+                DIVS,
+                [
+                    Pat::comm(Op::MUL, [Pat::var("a"), Pat::cvar("c")]),
+                    Pat::var("c"),
+                ],
+            )
+            .dtype_where(is_int),
             div_mul_cancel,
         ),
         Rule::new(
             "mod_mul_zero",
-            Pat::ops(MODS, [Pat::comm(Op::MUL, [Pat::var("a"), Pat::cvar("c")]), Pat::var("c")]).dtype_where(is_int),
+            Pat::ops(
+                MODS,
+                [
+                    Pat::comm(Op::MUL, [Pat::var("a"), Pat::cvar("c")]),
+                    Pat::var("c"),
+                ],
+            )
+            .dtype_where(is_int),
             mod_mul_zero,
         ),
         Rule::new("div_affine", affine_pat(DIVS), div_affine),
         Rule::new("mod_affine", affine_pat(MODS), mod_affine),
         Rule::new(
             "div_div",
-            Pat::ops(DIVS, [Pat::ops(DIVS, [x(), Pat::cvar("c1")]).named("inner"), Pat::cvar("c2")]).dtype_where(is_int),
+            Pat::ops(
+                DIVS,
+                [
+                    Pat::ops(DIVS, [x(), Pat::cvar("c1")]).named("inner"),
+                    Pat::cvar("c2"),
+                ],
+            )
+            .dtype_where(is_int),
             div_div,
         ),
         Rule::new(
             "mod_mod",
-            Pat::ops(MODS, [Pat::ops(MODS, [x(), Pat::cvar("c1")]).named("inner"), Pat::cvar("c2")]).dtype_where(is_int),
+            Pat::ops(
+                MODS,
+                [
+                    Pat::ops(MODS, [x(), Pat::cvar("c1")]).named("inner"),
+                    Pat::cvar("c2"),
+                ],
+            )
+            .dtype_where(is_int),
             mod_mod,
         ),
         // ---- comparisons ----
         Rule::new("cmplt_self", Pat::op(Op::CMPLT, [x(), x()]), cmplt_self),
-        Rule::new("cmpne_self", Pat::op(Op::CMPNE, [x().dtype_where(int_like), x()]), cmpne_self),
-        Rule::new("cmpeq_self", Pat::op(Op::CMPEQ, [x().dtype_where(int_like), x()]), cmpeq_self),
-        Rule::new("cmplt_range", Pat::op(Op::CMPLT, [x(), Pat::var("y")]), cmp_range),
-        Rule::new("cmpne_range", Pat::op(Op::CMPNE, [x(), Pat::var("y")]), cmp_range),
-        Rule::new("cmpeq_range", Pat::op(Op::CMPEQ, [x(), Pat::var("y")]), cmp_range),
+        Rule::new(
+            "cmpne_self",
+            Pat::op(Op::CMPNE, [x().dtype_where(int_like), x()]),
+            cmpne_self,
+        ),
+        Rule::new(
+            "cmpeq_self",
+            Pat::op(Op::CMPEQ, [x().dtype_where(int_like), x()]),
+            cmpeq_self,
+        ),
+        Rule::new(
+            "cmplt_range",
+            Pat::op(Op::CMPLT, [x(), Pat::var("y")]),
+            cmp_range,
+        ),
+        Rule::new(
+            "cmpne_range",
+            Pat::op(Op::CMPNE, [x(), Pat::var("y")]),
+            cmp_range,
+        ),
+        Rule::new(
+            "cmpeq_range",
+            Pat::op(Op::CMPEQ, [x(), Pat::var("y")]),
+            cmp_range,
+        ),
         // ---- where / max ----
-        Rule::new("where_const_cond", Pat::op(Op::WHERE, [Pat::cvar("c"), Pat::var("a"), Pat::var("b")]), where_const_cond),
-        Rule::new("where_same", Pat::op(Op::WHERE, [Pat::var("c"), x(), x()]), where_same),
+        Rule::new(
+            "where_const_cond",
+            Pat::op(Op::WHERE, [Pat::cvar("c"), Pat::var("a"), Pat::var("b")]),
+            where_const_cond,
+        ),
+        Rule::new(
+            "where_same",
+            Pat::op(Op::WHERE, [Pat::var("c"), x(), x()]),
+            where_same,
+        ),
         Rule::new(
             "where_true_false",
-            Pat::op(Op::WHERE, [Pat::var("c"), Pat::const_where("t", |dt, b| dt.is_bool() && b & 1 == 1), zero()])
-                .dtype(DType::Bool),
+            Pat::op(
+                Op::WHERE,
+                [
+                    Pat::var("c"),
+                    Pat::const_where("t", |dt, b| dt.is_bool() && b & 1 == 1),
+                    zero(),
+                ],
+            )
+            .dtype(DType::Bool),
             where_true_false,
         ),
-        Rule::new("max_range", Pat::op(Op::MAX, [x(), Pat::var("y")]).dtype_where(int_like), max_range),
+        Rule::new(
+            "max_range",
+            Pat::op(Op::MAX, [x(), Pat::var("y")]).dtype_where(int_like),
+            max_range,
+        ),
         // ---- casts ----
         Rule::new("cast_noop", Pat::op(Op::CAST, [x()]), cast_noop),
-        Rule::new("cast_widen_chain", Pat::op(Op::CAST, [Pat::op(Op::CAST, [x()]).named("mid")]), cast_widen_chain),
+        Rule::new(
+            "cast_widen_chain",
+            Pat::op(Op::CAST, [Pat::op(Op::CAST, [x()]).named("mid")]),
+            cast_widen_chain,
+        ),
     ]
 }
 
 /// `(a*c + b) op c`, either operand order in the ADD and the MUL.
 fn affine_pat(ops: &[Op]) -> Pat {
     let mul = Pat::comm(Op::MUL, [Pat::var("a"), Pat::cvar("c")]);
-    Pat::ops(ops, [Pat::comm(Op::ADD, [mul, Pat::var("b")]), Pat::var("c")]).dtype_where(is_int)
+    Pat::ops(
+        ops,
+        [Pat::comm(Op::ADD, [mul, Pat::var("b")]), Pat::var("c")],
+    )
+    .dtype_where(is_int)
 }
 
 // ---------------------------------------------------------------- constant folding
@@ -227,7 +411,16 @@ fn fold_binary(g: &mut Graph, c: &Captures, n: NodeId) -> Option<NodeId> {
 
 fn fold_ternary(g: &mut Graph, c: &Captures, n: NodeId) -> Option<NodeId> {
     let (op, dt) = (g.node(n).op, dtype(g, n));
-    let v = alu(op, dt, &[const_bits(g, c["a"])?, const_bits(g, c["b"])?, const_bits(g, c["c"])?]).ok()?;
+    let v = alu(
+        op,
+        dt,
+        &[
+            const_bits(g, c["a"])?,
+            const_bits(g, c["b"])?,
+            const_bits(g, c["c"])?,
+        ],
+    )
+    .ok()?;
     Some(konst(g, dt, v))
 }
 
@@ -431,7 +624,11 @@ fn cmp_range(g: &mut Graph, c: &Captures, n: NodeId) -> Option<NodeId> {
 
 fn where_const_cond(g: &mut Graph, c: &Captures, _: NodeId) -> Option<NodeId> {
     let cond = const_bits(g, c["c"])? & 1 != 0;
-    let (keep, drop) = if cond { (c["a"], c["b"]) } else { (c["b"], c["a"]) };
+    let (keep, drop) = if cond {
+        (c["a"], c["b"])
+    } else {
+        (c["b"], c["a"])
+    };
     Ranges::new(g).ub_free(drop).then_some(keep)
 }
 
@@ -477,5 +674,10 @@ fn cast_widen_chain(g: &mut Graph, c: &Captures, n: NodeId) -> Option<NodeId> {
     if cdt == a {
         return Some(c["x"]);
     }
-    Some(g.add(Node { op: Op::CAST, dtype: cdt, src: vec![c["x"]], arg: Arg::None }))
+    Some(g.add(Node {
+        op: Op::CAST,
+        dtype: cdt,
+        src: vec![c["x"]],
+        arg: Arg::None,
+    }))
 }

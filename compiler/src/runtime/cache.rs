@@ -26,7 +26,13 @@ use libloading::Library;
 use super::{Error, Result};
 
 /// The flags before `-x c - -o <out> -lm`.
-pub const CFLAGS: [&str; 5] = ["-O2", "-march=native", "-ffp-contract=off", "-shared", "-fPIC"];
+pub const CFLAGS: [&str; 5] = [
+    "-O2",
+    "-march=native",
+    "-ffp-contract=off",
+    "-shared",
+    "-fPIC",
+];
 
 /// FNV-1a, 128 bits: a stable hash (unlike `DefaultHasher`, fixed across Rust releases).
 #[derive(Clone, Debug)]
@@ -91,7 +97,10 @@ impl CCompiler {
     /// `UOPKIT_CC` (default `cc`) and `UOPKIT_CACHE_DIR` (default
     /// `<temp dir>/uopkit-kernel-cache`).
     pub fn from_env() -> Self {
-        let cc = std::env::var("UOPKIT_CC").ok().filter(|s| !s.is_empty()).unwrap_or_else(|| "cc".into());
+        let cc = std::env::var("UOPKIT_CC")
+            .ok()
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(|| "cc".into());
         let dir = std::env::var_os("UOPKIT_CACHE_DIR")
             .filter(|s| !s.is_empty())
             .map(PathBuf::from)
@@ -120,14 +129,25 @@ impl CCompiler {
 
     fn version(&self) -> Result<&str> {
         let v = self.version.get_or_init(|| {
-            let out = Command::new(&self.cc).arg("--version").stdin(Stdio::null()).output();
+            let out = Command::new(&self.cc)
+                .arg("--version")
+                .stdin(Stdio::null())
+                .output();
             match out {
                 Ok(o) if o.status.success() => Ok(String::from_utf8_lossy(&o.stdout).into_owned()),
-                Ok(o) => Err(format!("'{} --version' failed ({}): {}", self.cc, o.status, String::from_utf8_lossy(&o.stderr).trim())),
+                Ok(o) => Err(format!(
+                    "'{} --version' failed ({}): {}",
+                    self.cc,
+                    o.status,
+                    String::from_utf8_lossy(&o.stderr).trim()
+                )),
                 Err(e) => Err(e.to_string()),
             }
         });
-        v.as_deref().map_err(|m| Error::CompilerUnavailable { cc: self.cc.clone(), message: m.clone() })
+        v.as_deref().map_err(|m| Error::CompilerUnavailable {
+            cc: self.cc.clone(),
+            message: m.clone(),
+        })
     }
 
     /// The cache key of `source` for this compiler.
@@ -146,14 +166,21 @@ impl CCompiler {
 
     /// The path the compiled `source` has (or will have) in the cache.
     pub fn object_path(&self, source: &str) -> Result<PathBuf> {
-        Ok(self.cache_dir.join(format!("k_{:032x}.so", self.key(source)?)))
+        Ok(self
+            .cache_dir
+            .join(format!("k_{:032x}.so", self.key(source)?)))
     }
 
     /// Compiles `source` (or finds it in the cache) and loads it.
     pub fn load(&self, source: &str) -> Result<(Arc<Library>, PathBuf)> {
         let key = self.key(source)?;
         let path = self.cache_dir.join(format!("k_{key:032x}.so"));
-        if let Some(lib) = self.loaded.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+        if let Some(lib) = self
+            .loaded
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&key)
+        {
             return Ok((lib.clone(), path));
         }
         if !path.exists() {
@@ -161,14 +188,26 @@ impl CCompiler {
         }
         // SAFETY: the library is our own compiled kernel code; its initialisers only set up
         // the prelude's function pointers.
-        let lib = unsafe { Library::new(&path) }.map_err(|e| Error::Load { path: path.clone(), message: e.to_string() })?;
-        let lib = self.loaded.lock().unwrap_or_else(|e| e.into_inner()).entry(key).or_insert(Arc::new(lib)).clone();
+        let lib = unsafe { Library::new(&path) }.map_err(|e| Error::Load {
+            path: path.clone(),
+            message: e.to_string(),
+        })?;
+        let lib = self
+            .loaded
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(key)
+            .or_insert(Arc::new(lib))
+            .clone();
         Ok((lib, path))
     }
 
     fn compile_into(&self, source: &str, key: u128, path: &Path) -> Result<()> {
         let dir = &self.cache_dir;
-        let cache_err = |e: std::io::Error| Error::Cache { path: dir.clone(), message: e.to_string() };
+        let cache_err = |e: std::io::Error| Error::Cache {
+            path: dir.clone(),
+            message: e.to_string(),
+        };
         std::fs::create_dir_all(dir).map_err(cache_err)?;
         let tmp = tempfile::Builder::new()
             .prefix(&format!(".k_{key:032x}."))
@@ -186,7 +225,10 @@ impl CCompiler {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .map_err(|e| Error::CompilerUnavailable { cc: self.cc.clone(), message: e.to_string() })?;
+            .map_err(|e| Error::CompilerUnavailable {
+                cc: self.cc.clone(),
+                message: e.to_string(),
+            })?;
         // Feed stdin from another thread so a compiler that writes a lot of diagnostics
         // before reading all of its input cannot deadlock us.
         let mut stdin = child.stdin.take().expect("stdin is piped");
@@ -196,7 +238,10 @@ impl CCompiler {
         });
         let out = child
             .wait_with_output()
-            .map_err(|e| Error::CompilerUnavailable { cc: self.cc.clone(), message: e.to_string() })?;
+            .map_err(|e| Error::CompilerUnavailable {
+                cc: self.cc.clone(),
+                message: e.to_string(),
+            })?;
         let _ = feeder.join();
         if !out.status.success() {
             let source_path = dir.join(format!("k_{key:032x}.c"));
@@ -204,7 +249,12 @@ impl CCompiler {
             if let Err(e) = std::fs::write(&source_path, source) {
                 stderr.push_str(&format!("\n(could not keep the source: {e})"));
             }
-            return Err(Error::Compile { cc: self.cc.clone(), status: out.status.to_string(), stderr, source_path });
+            return Err(Error::Compile {
+                cc: self.cc.clone(),
+                status: out.status.to_string(),
+                stderr,
+                source_path,
+            });
         }
         match tmp.persist_noclobber(path) {
             Ok(()) => Ok(()),
@@ -213,7 +263,10 @@ impl CCompiler {
                 drop(e);
                 Ok(())
             }
-            Err(e) => Err(Error::Cache { path: path.to_path_buf(), message: e.error.to_string() }),
+            Err(e) => Err(Error::Cache {
+                path: path.to_path_buf(),
+                message: e.error.to_string(),
+            }),
         }
     }
 }
@@ -230,7 +283,12 @@ fn cpu_features() -> &'static str {
                 .map(|(_, v)| v.trim().to_string())
                 .unwrap_or_default()
         };
-        format!("{}|{}|{}", std::env::consts::ARCH, pick("model name"), pick("flags"))
+        format!(
+            "{}|{}|{}",
+            std::env::consts::ARCH,
+            pick("model name"),
+            pick("flags")
+        )
     })
 }
 
@@ -260,7 +318,10 @@ mod tests {
 
     #[test]
     fn missing_compiler_is_an_error_value() {
-        let c = CCompiler::new("/nonexistent/uopkit-cc", std::env::temp_dir().join("uopkit-test-nocc"));
+        let c = CCompiler::new(
+            "/nonexistent/uopkit-cc",
+            std::env::temp_dir().join("uopkit-test-nocc"),
+        );
         let e = c.load("int x;").unwrap_err();
         assert!(matches!(e, Error::CompilerUnavailable { .. }), "{e}");
         assert!(e.to_string().contains("/nonexistent/uopkit-cc"), "{e}");

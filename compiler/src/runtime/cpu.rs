@@ -75,7 +75,9 @@ impl CpuDevice {
         static DEVICES: OnceLock<Mutex<BTreeMap<usize, Arc<CpuDevice>>>> = OnceLock::new();
         let map = DEVICES.get_or_init(|| Mutex::new(BTreeMap::new()));
         let mut map = map.lock().unwrap_or_else(|e| e.into_inner());
-        map.entry(ordinal).or_insert_with(|| Arc::new(CpuDevice::new(ordinal, CCompiler::global()))).clone()
+        map.entry(ordinal)
+            .or_insert_with(|| Arc::new(CpuDevice::new(ordinal, CCompiler::global())))
+            .clone()
     }
 
     pub fn compiler(&self) -> &Arc<CCompiler> {
@@ -90,7 +92,10 @@ impl CpuDevice {
     fn mem<'a>(&self, buf: &'a Buffer) -> Result<&'a CpuMem> {
         match buf.raw::<CpuMem>() {
             Some(m) if m.owner == self.id => Ok(m),
-            _ => Err(Error::WrongDevice { device: self.name.clone(), buffer_device: buf.device().to_string() }),
+            _ => Err(Error::WrongDevice {
+                device: self.name.clone(),
+                buffer_device: buf.device().to_string(),
+            }),
         }
     }
 }
@@ -105,16 +110,30 @@ impl Device for CpuDevice {
     }
 
     fn alloc(&self, bytes: usize) -> Result<Buffer> {
-        let layout = std::alloc::Layout::from_size_align(bytes.max(1), ALIGN).map_err(|_| Error::OutOfMemory(bytes))?;
+        let layout = std::alloc::Layout::from_size_align(bytes.max(1), ALIGN)
+            .map_err(|_| Error::OutOfMemory(bytes))?;
         // SAFETY: the layout has a nonzero size.
-        let ptr = NonNull::new(unsafe { std::alloc::alloc_zeroed(layout) }).ok_or(Error::OutOfMemory(bytes))?;
-        Ok(Buffer::new(self.name.clone(), bytes, Box::new(CpuMem { ptr, layout, owner: self.id })))
+        let ptr = NonNull::new(unsafe { std::alloc::alloc_zeroed(layout) })
+            .ok_or(Error::OutOfMemory(bytes))?;
+        Ok(Buffer::new(
+            self.name.clone(),
+            bytes,
+            Box::new(CpuMem {
+                ptr,
+                layout,
+                owner: self.id,
+            }),
+        ))
     }
 
     fn copy_in(&self, dst: &Buffer, data: &[u8]) -> Result<()> {
         let m = self.mem(dst)?;
         if data.len() != dst.bytes() {
-            return Err(Error::SizeMismatch { what: "copy_in data", expected: dst.bytes(), got: data.len() });
+            return Err(Error::SizeMismatch {
+                what: "copy_in data",
+                expected: dst.bytes(),
+                got: data.len(),
+            });
         }
         let _g = self.guard();
         // SAFETY: `m` holds `dst.bytes()` bytes; the device lock excludes other accesses.
@@ -131,14 +150,20 @@ impl Device for CpuDevice {
 
     fn compile(&self, unit: &Unit) -> Result<Compiled> {
         if unit.lang != Lang::C {
-            return Err(Error::Unsupported(format!("the CPU runtime compiles C, not {:?}", unit.lang)));
+            return Err(Error::Unsupported(format!(
+                "the CPU runtime compiles C, not {:?}",
+                unit.lang
+            )));
         }
         let (lib, path) = self.compiler.load(&unit.source)?;
         let mut kernels = BTreeMap::new();
         for k in &unit.kernels {
             // SAFETY: every kernel the C renderer emits has the `KernelFn` signature.
-            let f = unsafe { lib.get::<KernelFn>(k.symbol.as_bytes()) }
-                .map_err(|e| Error::Load { path: path.clone(), message: format!("kernel '{}': {e}", k.name) })?;
+            let f =
+                unsafe { lib.get::<KernelFn>(k.symbol.as_bytes()) }.map_err(|e| Error::Load {
+                    path: path.clone(),
+                    message: format!("kernel '{}': {e}", k.name),
+                })?;
             kernels.insert(k.name.clone(), *f);
         }
         let prog = CpuProgram { _lib: lib, kernels };
@@ -146,20 +171,38 @@ impl Device for CpuDevice {
     }
 
     fn launch(&self, prog: &Compiled, kernel: &str, args: &[&Buffer]) -> Result<()> {
-        let cpu = prog
-            .raw::<CpuProgram>()
-            .ok_or_else(|| Error::Unsupported(format!("a {} program cannot run on {}", prog.runtime(), self.name)))?;
-        let sig: &KernelSig = prog.kernel(kernel).ok_or_else(|| Error::UnknownKernel(kernel.to_string()))?;
-        let f = *cpu.kernels.get(kernel).ok_or_else(|| Error::UnknownKernel(kernel.to_string()))?;
+        let cpu = prog.raw::<CpuProgram>().ok_or_else(|| {
+            Error::Unsupported(format!(
+                "a {} program cannot run on {}",
+                prog.runtime(),
+                self.name
+            ))
+        })?;
+        let sig: &KernelSig = prog
+            .kernel(kernel)
+            .ok_or_else(|| Error::UnknownKernel(kernel.to_string()))?;
+        let f = *cpu
+            .kernels
+            .get(kernel)
+            .ok_or_else(|| Error::UnknownKernel(kernel.to_string()))?;
         if args.len() != sig.params.len() {
-            return Err(Error::ArgCount { kernel: kernel.to_string(), expected: sig.params.len(), got: args.len() });
+            return Err(Error::ArgCount {
+                kernel: kernel.to_string(),
+                expected: sig.params.len(),
+                got: args.len(),
+            });
         }
         let mut ptrs = Vec::with_capacity(args.len());
         for (i, (buf, p)) in args.iter().zip(&sig.params).enumerate() {
             let m = self.mem(buf)?;
             let need = p.size.saturating_mul(p.dtype.itemsize());
             if buf.bytes() < need {
-                return Err(Error::BufferTooSmall { kernel: kernel.to_string(), index: i, got: buf.bytes(), need });
+                return Err(Error::BufferTooSmall {
+                    kernel: kernel.to_string(),
+                    index: i,
+                    got: buf.bytes(),
+                    need,
+                });
             }
             ptrs.push(m.ptr.as_ptr() as *mut c_void);
         }
@@ -181,7 +224,11 @@ impl Device for CpuDevice {
         };
         let (s, d) = (self.mem(src)?, other.mem(dst)?);
         if src.bytes() != dst.bytes() {
-            return Err(Error::SizeMismatch { what: "copy destination", expected: src.bytes(), got: dst.bytes() });
+            return Err(Error::SizeMismatch {
+                what: "copy destination",
+                expected: src.bytes(),
+                got: dst.bytes(),
+            });
         }
         if std::ptr::eq(s, d) {
             return Ok(());
@@ -243,9 +290,15 @@ mod tests {
         let (a, b) = (dev(0), dev(0));
         let x = a.alloc(4).unwrap();
         assert!(matches!(b.copy_out(&x), Err(Error::WrongDevice { .. })));
-        assert!(matches!(a.copy_in(&x, &[1, 2]), Err(Error::SizeMismatch { .. })));
+        assert!(matches!(
+            a.copy_in(&x, &[1, 2]),
+            Err(Error::SizeMismatch { .. })
+        ));
         let y = b.alloc(3).unwrap();
-        assert!(matches!(a.copy_to(&x, &b, &y), Err(Error::SizeMismatch { .. })));
+        assert!(matches!(
+            a.copy_to(&x, &b, &y),
+            Err(Error::SizeMismatch { .. })
+        ));
         let empty = a.alloc(0).unwrap();
         assert_eq!(a.copy_out(&empty).unwrap(), Vec::<u8>::new());
     }

@@ -35,11 +35,18 @@ pub use cpu::CpuDevice;
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// The C compiler could not be started (missing binary, no permission, …).
-    #[error("C compiler '{cc}' could not be run: {message} (set UOPKIT_CC to a working C compiler)")]
+    #[error(
+        "C compiler '{cc}' could not be run: {message} (set UOPKIT_CC to a working C compiler)"
+    )]
     CompilerUnavailable { cc: String, message: String },
     /// The C compiler ran and rejected the source.
     #[error("C compiler '{cc}' failed ({status}); the source is kept at {}\n{stderr}", source_path.display())]
-    Compile { cc: String, status: String, stderr: String, source_path: PathBuf },
+    Compile {
+        cc: String,
+        status: String,
+        stderr: String,
+        source_path: PathBuf,
+    },
     /// The kernel cache directory could not be used.
     #[error("kernel cache {}: {message}", path.display())]
     Cache { path: PathBuf, message: String },
@@ -49,13 +56,29 @@ pub enum Error {
     #[error("kernel '{0}' is not in this compiled unit")]
     UnknownKernel(String),
     #[error("kernel '{kernel}' takes {expected} buffers, {got} given")]
-    ArgCount { kernel: String, expected: usize, got: usize },
+    ArgCount {
+        kernel: String,
+        expected: usize,
+        got: usize,
+    },
     #[error("kernel '{kernel}' argument {index}: the buffer has {got} bytes, the parameter needs {need}")]
-    BufferTooSmall { kernel: String, index: usize, got: usize, need: usize },
+    BufferTooSmall {
+        kernel: String,
+        index: usize,
+        got: usize,
+        need: usize,
+    },
     #[error("a buffer of {buffer_device} was given to {device}")]
-    WrongDevice { device: String, buffer_device: String },
+    WrongDevice {
+        device: String,
+        buffer_device: String,
+    },
     #[error("{what}: {got} bytes where {expected} are expected")]
-    SizeMismatch { what: &'static str, expected: usize, got: usize },
+    SizeMismatch {
+        what: &'static str,
+        expected: usize,
+        got: usize,
+    },
     #[error("cannot allocate {0} bytes")]
     OutOfMemory(usize),
     #[error("unknown device '{0}' (expected CPU, CPU:n, CUDA:n or HIP:n)")]
@@ -111,7 +134,11 @@ pub struct Buffer {
 impl Buffer {
     /// For runtimes: wraps the runtime's own allocation `raw`.
     pub fn new(device: impl Into<String>, bytes: usize, raw: Box<dyn Any + Send + Sync>) -> Self {
-        Buffer { device: device.into(), bytes, raw }
+        Buffer {
+            device: device.into(),
+            bytes,
+            raw,
+        }
     }
 
     /// The name of the device that owns the buffer (`"CPU:0"`).
@@ -145,8 +172,16 @@ pub struct Compiled {
 
 impl Compiled {
     /// For runtimes: wraps the runtime's own compiled object `raw`.
-    pub fn new(runtime: &'static str, kernels: Vec<KernelSig>, raw: Arc<dyn Any + Send + Sync>) -> Self {
-        Compiled { runtime, kernels, raw }
+    pub fn new(
+        runtime: &'static str,
+        kernels: Vec<KernelSig>,
+        raw: Arc<dyn Any + Send + Sync>,
+    ) -> Self {
+        Compiled {
+            runtime,
+            kernels,
+            raw,
+        }
     }
 
     /// The runtime that compiled it (`"CPU"`).
@@ -203,12 +238,21 @@ pub trait Device: Send + Sync + fmt::Debug {
 }
 
 /// Copies between any two devices: directly within one runtime, through the host otherwise.
-pub fn copy_between(src_dev: &dyn Device, src: &Buffer, dst_dev: &dyn Device, dst: &Buffer) -> Result<()> {
+pub fn copy_between(
+    src_dev: &dyn Device,
+    src: &Buffer,
+    dst_dev: &dyn Device,
+    dst: &Buffer,
+) -> Result<()> {
     if src_dev.runtime() == dst_dev.runtime() {
         return src_dev.copy_to(src, dst_dev, dst);
     }
     if src.bytes() != dst.bytes() {
-        return Err(Error::SizeMismatch { what: "copy destination", expected: src.bytes(), got: dst.bytes() });
+        return Err(Error::SizeMismatch {
+            what: "copy destination",
+            expected: src.bytes(),
+            got: dst.bytes(),
+        });
     }
     let host = src_dev.copy_out(src)?;
     dst_dev.copy_in(dst, &host)
@@ -218,7 +262,11 @@ pub fn copy_between(src_dev: &dyn Device, src: &Buffer, dst_dev: &dyn Device, ds
 /// ordinal. Only the name's form is checked.
 pub fn parse_device(name: &str) -> Result<(&str, usize)> {
     let (rt, ord) = match name.split_once(':') {
-        Some((rt, n)) => (rt, n.parse::<usize>().map_err(|_| Error::UnknownDevice(name.to_string()))?),
+        Some((rt, n)) => (
+            rt,
+            n.parse::<usize>()
+                .map_err(|_| Error::UnknownDevice(name.to_string()))?,
+        ),
         None => (name, 0),
     };
     match rt {
@@ -232,7 +280,9 @@ pub fn parse_device(name: &str) -> Result<(&str, usize)> {
 pub fn open(name: &str) -> Result<Arc<dyn Device>> {
     match parse_device(name)? {
         ("CPU", n) => Ok(CpuDevice::get(n)),
-        (rt, _) => Err(Error::Unsupported(format!("the {rt} runtime is not available in this build"))),
+        (rt, _) => Err(Error::Unsupported(format!(
+            "the {rt} runtime is not available in this build"
+        ))),
     }
 }
 
@@ -245,8 +295,14 @@ mod tests {
         assert_eq!(parse_device("CPU").unwrap(), ("CPU", 0));
         assert_eq!(parse_device("CPU:2").unwrap(), ("CPU", 2));
         assert_eq!(parse_device("CUDA:1").unwrap(), ("CUDA", 1));
-        assert!(matches!(parse_device("TPU:0"), Err(Error::UnknownDevice(_))));
-        assert!(matches!(parse_device("CPU:x"), Err(Error::UnknownDevice(_))));
+        assert!(matches!(
+            parse_device("TPU:0"),
+            Err(Error::UnknownDevice(_))
+        ));
+        assert!(matches!(
+            parse_device("CPU:x"),
+            Err(Error::UnknownDevice(_))
+        ));
         assert!(matches!(open("CUDA:0"), Err(Error::Unsupported(_))));
         let a = open("CPU:1").unwrap();
         let b = open("CPU:1").unwrap();

@@ -196,7 +196,14 @@ pub fn schedule(g: &uopkit_interp::ir::Graph, ver: &uopkit_interp::verify::Verif
     let run_order = order::order(&p.steps)?;
     let mut buffers = p.buffers.clone();
     let ordered: Vec<&realize::PlannedStep> = run_order.iter().map(|&i| &p.steps[i]).collect();
-    let keep: BTreeSet<BufId> = out_views.iter().flatten().map(|o| o.buffer).collect();
+    // Outputs live to the end; COPY endpoints keep their own storage (copies move whole
+    // allocations).
+    let mut keep: BTreeSet<BufId> = out_views.iter().flatten().map(|o| o.buffer).collect();
+    for s in &ordered {
+        if let Planned::Copy { dst, src } = s.what {
+            keep.extend([dst, src]);
+        }
+    }
     memory::plan(&mut buffers, &ordered, &keep);
     let mut steps = vec![];
     for (k, s) in ordered.iter().enumerate() {

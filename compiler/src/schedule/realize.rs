@@ -141,6 +141,9 @@ impl<'a> Planner<'a> {
                 self.run_effects(&node.src[1..])?;
                 match storage_view(self.g, node.src[0]) {
                     Some(_) => {
+                        // The view's own storage may come from an earlier AFTER whose stores
+                        // must run too.
+                        self.value(node.src[0])?;
                         let (buf, version, chain) = self.versions.root(n)?.clone();
                         let buffer = self.graph_buffer(buf)?;
                         let tag = version.map_or(Tag::Initial, Tag::Store);
@@ -249,6 +252,8 @@ impl<'a> Planner<'a> {
             op if op.is_alu() => true,
             op if op.is_movement() => !self.is_storage_view(n),
             Op::REDUCE => root || !moved,
+            // The kernel that realizes a CONTIGUOUS computes its source.
+            Op::CONTIGUOUS => root,
             _ => false,
         };
         if fuse {

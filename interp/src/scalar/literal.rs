@@ -593,6 +593,72 @@ mod tests {
         );
     }
 
+    /// Exact decimal expansions of random rounding boundaries (midpoints between neighbours),
+    /// nudged far below f64 precision: f64 parsing alone would land on the boundary itself.
+    #[test]
+    fn decimal_boundaries_random() {
+        let mut rng = Rng(22);
+        for dt in [Float16, BFloat16, Fp8E4M3, Fp8E5M2, Float32] {
+            for _ in 0..3000 {
+                let b = rng.next() & mask(dt) & !sign_mask(dt);
+                let next = b + 1;
+                if is_nan(dt, b) || is_nan(dt, next) || !to_f64(dt, next).is_finite() {
+                    continue;
+                }
+                let m = (to_f64(dt, b) + to_f64(dt, next)) / 2.0; // exact in f64
+                let neg = rng.next() & 1 == 1;
+                let sign = if neg { "-" } else { "" };
+                // {:.1100e} prints every digit of the binary value exactly, then zeros.
+                let exact = format!("{m:.1100e}");
+                let (mant, exp) = exact.split_once('e').unwrap();
+                let digits: Vec<u8> = mant.bytes().filter(|c| *c != b'.').collect();
+                let above = format!(
+                    "{sign}{}.{}1e{exp}",
+                    digits[0] as char,
+                    std::str::from_utf8(&digits[1..]).unwrap()
+                );
+                let mut d = digits.clone();
+                let mut i = d.len() - 1;
+                while d[i] == b'0' {
+                    d[i] = b'9';
+                    i -= 1;
+                }
+                d[i] -= 1;
+                let below = format!(
+                    "{sign}{}.{}e{exp}",
+                    d[0] as char,
+                    std::str::from_utf8(&d[1..]).unwrap()
+                );
+                let s = if neg { sign_mask(dt) } else { 0 };
+                let tie = if b & 1 == 0 { b } else { next };
+                assert_eq!(
+                    p(dt, json!(format!("{sign}{exact}"))),
+                    Ok(s | tie),
+                    "{dt} tie {m:e}"
+                );
+                assert_eq!(p(dt, json!(above)), Ok(s | next), "{dt} above {m:e}");
+                assert_eq!(p(dt, json!(below)), Ok(s | b), "{dt} below {m:e}");
+            }
+        }
+    }
+
+    #[test]
+    fn arbitrary_strings_do_not_panic() {
+        let mut rng = Rng(23);
+        let alphabet = b"0123456789.eE+-xXnaifNAI ";
+        for _ in 0..200_000 {
+            let len = (rng.next() % 12) as usize;
+            let s: String = (0..len)
+                .map(|_| alphabet[(rng.next() % alphabet.len() as u64) as usize] as char)
+                .collect();
+            for dt in DType::ALL {
+                if let Ok(bits) = parse(dt, &json!(s)) {
+                    assert_eq!(bits & !mask(dt), 0, "{dt} {s:?}");
+                }
+            }
+        }
+    }
+
     #[test]
     fn errors() {
         let e = |dt: DType, v: Value| p(dt, v).unwrap_err();

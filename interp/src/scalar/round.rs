@@ -177,12 +177,7 @@ fn infinity(dt: DType, ff: FloatFormat, neg: bool) -> u64 {
 pub fn from_f64(dt: DType, x: f64) -> u64 {
     let Some(ff) = dt.float_format() else {
         let v = if x.is_finite() { x.trunc() as i128 } else { 0 };
-        let b = dt.bits();
-        return if b >= 64 {
-            v as u64
-        } else {
-            (v as u64) & ((1u64 << b) - 1)
-        };
+        return super::cast::wrap_i128(dt, v);
     };
     if x.is_nan() {
         let sign = if x.is_sign_negative() {

@@ -10,10 +10,7 @@ fn fresh_err(ctx: &Ctx, op: Op, reason: impl Into<String>) -> Error {
 }
 
 fn numel(ctx: &Ctx, shape: &[usize]) -> Result<usize> {
-    shape
-        .iter()
-        .try_fold(1usize, |a, &d| a.checked_mul(d))
-        .ok_or_else(|| fresh_err(ctx, Op::BUFFER, format!("shape {shape:?} overflows")))
+    shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d)).ok_or_else(|| fresh_err(ctx, Op::BUFFER, format!("shape {shape:?} overflows")))
 }
 
 impl Tensor {
@@ -37,11 +34,7 @@ impl Tensor {
                 return Err(fresh_err(ctx, Op::BUFFER, format!("cannot shard axis {a} of a {}-d shape {shape:?}", shape.len())));
             };
             if *d % devices.len() != 0 {
-                return Err(fresh_err(
-                    ctx,
-                    Op::BUFFER,
-                    format!("cannot shard axis {a} of size {d} evenly over {} devices", devices.len()),
-                ));
+                return Err(fresh_err(ctx, Op::BUFFER, format!("cannot shard axis {a} of size {d} evenly over {} devices", devices.len())));
             }
             *d /= devices.len();
         }
@@ -86,7 +79,7 @@ impl Tensor {
             }
         }
         let t = Self::empty(ctx, shape, dtype, device)?;
-        let buf = ctx.with_graph(|g| crate::verify::storage_identity(g, t.id)).expect("a fresh buffer view");
+        let buf = t.storage_identity().expect("a fresh buffer view");
         ctx.0.borrow_mut().inputs.insert(buf, vec![bits.iter().map(|&b| Some(b)).collect()]);
         Ok(t)
     }

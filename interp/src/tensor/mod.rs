@@ -60,8 +60,28 @@ struct State {
     known: HashMap<Node, NodeId>,
     next_slot: u32,
     inputs: BTreeMap<NodeId, BufferInit>,
+    /// Per node (same index): the storage it views, if it is a view of storage.
+    storage: Vec<Option<StorageOf>>,
     /// Per storage (BUFFER node): the newest STORE made into it through this context.
     last_store: HashMap<NodeId, NodeId>,
+}
+
+/// [`StorageOf`] of a node not yet added (a BUFFER's buffer is itself: `None`).
+#[derive(Copy, Clone)]
+struct PendingStorage {
+    buffer: Option<NodeId>,
+    newest: Option<NodeId>,
+}
+
+/// What a view of storage views (the same notion as [`verify::storage_view`], kept per
+/// node so that long AFTER chains are not walked again and again).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+struct StorageOf {
+    /// The BUFFER or PARAM node.
+    buffer: NodeId,
+    /// The newest STORE into `buffer` that the view's AFTER chain waits for directly
+    /// (stores into one storage through a context are made in order, so ids order them).
+    newest: Option<NodeId>,
 }
 
 /// How a multi-device tensor is laid out: over `devices`, split along `axis` (None:
@@ -205,11 +225,32 @@ impl State {
             return Err(Error::Verify { node: s, op: node.op, reason: format!("source {s} is not a node of this context") });
         }
         let info = self.check(&node)?;
+        let storage = self.storage_of(&node);
         let id = self.graph.add(node.clone());
         debug_assert_eq!(id.index(), self.infos.len());
         self.infos.push(info);
+        self.storage.push(storage.map(|s| StorageOf { buffer: s.buffer.unwrap_or(id), newest: s.newest }));
         self.known.insert(node, id);
         Ok(id)
+    }
+
+    /// The storage a (verified) node views; `buffer` None stands for the node itself.
+    fn storage_of(&self, node: &Node) -> Option<PendingStorage> {
+        let of = |s: NodeId| self.storage[s.index()];
+        match node.op {
+            Op::BUFFER | Op::PARAM => Some(PendingStorage { buffer: None, newest: None }),
+            Op::RESHAPE | Op::PERMUTE | Op::SHRINK | Op::FLIP | Op::DETACH => {
+                of(node.src[0]).map(|s| PendingStorage { buffer: Some(s.buffer), newest: s.newest })
+            }
+            Op::AFTER => of(node.src[0]).map(|s| {
+                let stores = node.src[1..].iter().copied().filter(|&d| {
+                    let n = self.graph.node(d);
+                    n.op == Op::STORE && of(n.src[0]).map(|t| t.buffer) == Some(s.buffer)
+                });
+                PendingStorage { buffer: Some(s.buffer), newest: stores.chain(s.newest).max() }
+            }),
+            _ => None,
+        }
     }
 
     /// Runs the verifier on `node` without touching the graph. A node's validity depends
@@ -218,9 +259,14 @@ impl State {
     /// only the sources' [`Info`] matters, otherwise the node over everything it reaches.
     fn check(&self, node: &Node) -> Result<Info> {
         // The verifier also looks at the sources' ops (UNSHARD consumers, AFTER
-        // dependencies, CALL bodies) and walks STORE targets down to their storage.
-        let structural = matches!(node.op, Op::STORE | Op::AFTER | Op::CALL | Op::SINK | Op::GROUP)
-            || node.src.iter().any(|&s| self.graph.node(s).op == Op::UNSHARD);
+        // dependencies, CALL bodies) and walks STORE targets down to their storage; stand-ins
+        // reproduce that where it is known to pass, otherwise the real sources are used.
+        let op_of = |s: &NodeId| self.graph.node(*s).op;
+        let effect = |op: Op| matches!(op, Op::STORE | Op::CALL | Op::GROUP | Op::SINK | Op::AFTER);
+        let structural = node.op == Op::CALL
+            || node.src.iter().any(|s| op_of(s) == Op::UNSHARD)
+            || (node.op == Op::STORE && node.src.first().is_none_or(|s| self.storage[s.index()].is_none()))
+            || (node.op == Op::AFTER && !node.src.iter().skip(1).all(|s| effect(op_of(s))));
         if structural {
             self.check_in(node, self.graph.reachable(&node.src))
         } else {
@@ -231,12 +277,15 @@ impl State {
     fn check_over_stand_ins(&self, node: &Node) -> Result<Info> {
         let mut mini = Graph::new();
         let mut src = vec![];
-        for &s in &node.src {
+        for (i, &s) in node.src.iter().enumerate() {
             let info = &self.infos[s.index()];
             let dtype = info.dtype;
             let numel: usize = info.shape.iter().product();
             let add = |g: &mut Graph, op, src: Vec<NodeId>, arg| g.add(Node { op, dtype, src, arg });
+            // An AFTER dependency (checked above to be an effect) stands in as a SINK; a
+            // STORE target (checked above to be a view of storage) as a reshaped BUFFER.
             let id = match &info.device {
+                _ if node.op == Op::AFTER && i > 0 => mini.add(Node { op: Op::SINK, dtype: DType::Void, src: vec![], arg: Arg::None }),
                 _ if dtype == DType::Void => add(&mut mini, Op::SINK, vec![], Arg::None),
                 None => {
                     let c = add(&mut mini, Op::CONST, vec![], Arg::Const(0));
@@ -260,11 +309,9 @@ impl State {
         let new = mini.add(Node { src, ..node.clone() });
         match verify::verify(&mini) {
             Ok(v) => Ok(v.info(new).clone()),
-            Err(Error::Verify { node: bad, op, reason }) if bad == new => Err(Error::Verify {
-                node: node.src.first().copied().unwrap_or(NodeId(self.graph.len() as u32)),
-                op,
-                reason,
-            }),
+            Err(Error::Verify { node: bad, op, reason }) if bad == new => {
+                Err(Error::Verify { node: node.src.first().copied().unwrap_or(NodeId(self.graph.len() as u32)), op, reason })
+            }
             // A stand-in failed (not expected: it copies a verified node's info); decide
             // on the real sources instead.
             Err(_) => self.check_in(node, self.graph.reachable(&node.src)),
@@ -286,11 +333,9 @@ impl State {
         let new = mini.add(n);
         match verify::verify(&mini) {
             Ok(v) => Ok(v.info(new).clone()),
-            Err(Error::Verify { node: bad, op, reason }) if bad == new => Err(Error::Verify {
-                node: node.src.first().copied().unwrap_or(NodeId(self.graph.len() as u32)),
-                op,
-                reason,
-            }),
+            Err(Error::Verify { node: bad, op, reason }) if bad == new => {
+                Err(Error::Verify { node: node.src.first().copied().unwrap_or(NodeId(self.graph.len() as u32)), op, reason })
+            }
             Err(e) => {
                 // Not expected (the sources were verified when added): translate the ids back.
                 let back: HashMap<NodeId, NodeId> = map.iter().map(|(&k, &v)| (v, k)).collect();
@@ -409,7 +454,6 @@ impl<T: Into<Scalar>> From<T> for Operand {
         Operand::Scalar(x.into())
     }
 }
-
 
 impl Tensor {
     pub fn ctx(&self) -> &Ctx {

@@ -44,12 +44,8 @@ impl Tensor {
         if s == shape {
             return Ok(self.clone());
         }
-        let bad = || {
-            self.err(
-                Op::EXPAND,
-                format!("cannot expand shape {s:?} to {shape:?} (only size-1 axes and new leading axes broadcast)"),
-            )
-        };
+        let bad =
+            || self.err(Op::EXPAND, format!("cannot expand shape {s:?} to {shape:?} (only size-1 axes and new leading axes broadcast)"));
         if s.len() > shape.len() {
             return Err(bad());
         }
@@ -79,8 +75,7 @@ impl Tensor {
         if !e.is_empty() {
             x = x.unary_node(Op::EXPAND, Arg::Shape(e.iter().map(|&i| lt[i]).collect()), axis.map(|a| e.len() + pos_k(a)))?;
         }
-        let perm: Vec<usize> =
-            (0..lt.len()).map(|i| e.iter().position(|&x| x == i).unwrap_or_else(|| e.len() + pos_k(i))).collect();
+        let perm: Vec<usize> = (0..lt.len()).map(|i| e.iter().position(|&x| x == i).unwrap_or_else(|| e.len() + pos_k(i))).collect();
         if perm.iter().enumerate().any(|(i, &p)| i != p) {
             x = x.unary_node(Op::PERMUTE, Arg::Perm(perm), axis)?;
         }
@@ -141,9 +136,7 @@ impl Tensor {
         let mut sizes = vec![];
         for (i, (&(b, e), &d)) in pads.iter().zip(&local).enumerate() {
             sizes.push(
-                d.checked_add(b)
-                    .and_then(|x| x.checked_add(e))
-                    .ok_or_else(|| self.err(Op::PAD, format!("padding axis {i} overflows")))?,
+                d.checked_add(b).and_then(|x| x.checked_add(e)).ok_or_else(|| self.err(Op::PAD, format!("padding axis {i} overflows")))?,
             );
         }
         let offsets = pads.iter().map(|p| p.0).collect();

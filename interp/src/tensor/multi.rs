@@ -71,7 +71,8 @@ impl Tensor {
     /// A replicated multi-device tensor (or a device-less one, broadcast to `devices`) cut
     /// into shards on `axis` without moving data: `MSTACK(SHRINK(MSELECT(x, i))…)`.
     pub(super) fn shard_locally(&self, devices: &[Device], axis: usize) -> Result<Tensor> {
-        let rep = if self.is_multi() { self.clone() } else { self.unary_node(Op::COPY, Arg::Device(DeviceSpec::Multi(devices.to_vec())), None)? };
+        let rep =
+            if self.is_multi() { self.clone() } else { self.unary_node(Op::COPY, Arg::Device(DeviceSpec::Multi(devices.to_vec())), None)? };
         let s = rep.shape();
         let n = devices.len();
         let d = s[axis];
@@ -107,7 +108,10 @@ impl Tensor {
             if t.axis.is_none() && t.ndim() > 0 {
                 match t.device() {
                     Some(DeviceSpec::Single(d)) => {
-                        return Err(t.err(op, format!("operand on {d} combined with a tensor sharded over {} (shard it first)", DeviceSpec::Multi(ds))))
+                        return Err(t.err(
+                            op,
+                            format!("operand on {d} combined with a tensor sharded over {} (shard it first)", DeviceSpec::Multi(ds)),
+                        ))
                     }
                     _ => *t = t.shard_locally(&ds, a)?,
                 }

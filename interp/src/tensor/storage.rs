@@ -9,34 +9,19 @@
 
 use super::{Operand, Tensor};
 use crate::error::Result;
-use crate::ir::{Arg, DType, Device, DeviceSpec, Graph, Node, NodeId, Op};
-use crate::verify::{storage_identity, storage_view};
-
-/// Whether the AFTER chain under the view `id` already waits for `store`.
-fn waits_for(g: &Graph, mut id: NodeId, store: NodeId) -> bool {
-    loop {
-        let Some((root, _)) = storage_view(g, id) else { return false };
-        let n = g.node(root);
-        if n.op != Op::AFTER {
-            return false;
-        }
-        if n.src[1..].contains(&store) {
-            return true;
-        }
-        id = n.src[0];
-    }
-}
+use crate::ir::{Arg, DType, Device, DeviceSpec, Node, NodeId, Op};
 
 impl Tensor {
     /// Whether this tensor is a view of storage (a BUFFER or an AFTER of one, under
     /// RESHAPE/PERMUTE/SHRINK/FLIP and DETACH): what a STORE can write through.
     pub fn is_storage_view(&self) -> bool {
-        self.ctx.with_graph(|g| storage_view(g, self.id).is_some())
+        self.ctx.0.borrow().storage[self.id.index()].is_some()
     }
 
-    /// The BUFFER node whose storage this tensor views, if it is a view of storage.
+    /// The BUFFER node whose storage this tensor views, if it is a view of storage (what
+    /// [`crate::verify::storage_identity`] says, without walking the graph).
     pub fn storage_identity(&self) -> Option<NodeId> {
-        self.ctx.with_graph(|g| storage_identity(g, self.id))
+        self.ctx.0.borrow().storage[self.id.index()].map(|s| s.buffer)
     }
 
     /// CONTIGUOUS: a layout/materialization request for the value. It owns no storage
@@ -86,9 +71,9 @@ impl Tensor {
     /// buffer see once the assign is realized. A tensor that is not a view of storage, or
     /// already ordered after the newest store, is returned as it is.
     pub fn latest(&self) -> Result<Tensor> {
-        let Some(buf) = self.storage_identity() else { return Ok(self.clone()) };
-        let Some(store) = self.ctx.0.borrow().last_store.get(&buf).copied() else { return Ok(self.clone()) };
-        if self.ctx.with_graph(|g| waits_for(g, self.id, store)) {
+        let Some(view) = self.ctx.0.borrow().storage[self.id.index()] else { return Ok(self.clone()) };
+        let Some(store) = self.ctx.0.borrow().last_store.get(&view.buffer).copied() else { return Ok(self.clone()) };
+        if view.newest >= Some(store) {
             return Ok(self.clone());
         }
         self.emit(Op::AFTER, self.dtype(), vec![self.id, store], Arg::None, self.axis)

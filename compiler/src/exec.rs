@@ -1,0 +1,139 @@
+//! Running a schedule on real devices: allocate storages, load the graph buffers' initial
+//! contents, compile every kernel as one translation unit, run the steps in order and read
+//! the outputs back as values the oracle's comparison understands.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use uopkit_interp::eval::{movement, BufferInit, Data, Elem, Value};
+use uopkit_interp::ir::{DType, NodeId};
+
+use crate::runtime::{self, Buffer, Compiled, Device, Unit};
+use crate::schedule::{BufferKind, Schedule, Step};
+
+/// Bytes written into memory that nothing initialized, so that a kernel reading it by
+/// mistake produces visible garbage instead of plausible zeros.
+pub const POISON: u8 = 0xA5;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ExecError {
+    #[error("runtime: {0}")]
+    Runtime(#[from] runtime::Error),
+    #[error("{0}")]
+    Schedule(String),
+}
+
+/// Runs `s` with the graph buffers' initial contents `inputs`; returns one value per
+/// schedule output (None for effects).
+pub fn run(s: &Schedule, inputs: &BTreeMap<NodeId, BufferInit>) -> Result<Vec<Option<Value>>, ExecError> {
+    // Devices, by name, in a stable order.
+    let mut devices: BTreeMap<String, Arc<dyn Device>> = BTreeMap::new();
+    for b in &s.buffers {
+        let name = b.device.to_string();
+        if !devices.contains_key(&name) {
+            devices.insert(name.clone(), runtime::open(&name)?);
+        }
+    }
+    // Storages: the largest occupant decides the size.
+    let mut storage_bytes: BTreeMap<u32, (String, usize)> = BTreeMap::new();
+    for b in &s.buffers {
+        let e = storage_bytes.entry(b.storage).or_insert((b.device.to_string(), 0));
+        e.1 = e.1.max(b.size * b.dtype.itemsize());
+    }
+    let mut storages: BTreeMap<u32, Buffer> = BTreeMap::new();
+    for (&id, (dev, bytes)) in &storage_bytes {
+        let d = &devices[dev];
+        let buf = d.alloc(*bytes)?;
+        d.copy_in(&buf, &vec![POISON; *bytes])?;
+        storages.insert(id, buf);
+    }
+    for b in &s.buffers {
+        if let BufferKind::Graph(node) = b.kind {
+            if let Some(init) = inputs.get(&node) {
+                let comp = init.first().ok_or_else(|| ExecError::Schedule(format!("buffer {node} has no initial contents")))?;
+                let bytes = to_bytes(b.dtype, comp);
+                let storage = &storages[&b.storage];
+                if storage.bytes() != bytes.len() {
+                    return Err(ExecError::Schedule(format!("graph buffer {node} shares storage")));
+                }
+                devices[&b.device.to_string()].copy_in(storage, &bytes)?;
+            }
+        }
+    }
+    // One translation unit per schedule, compiled once per device that runs kernels.
+    let programs: Vec<_> = s
+        .steps
+        .iter()
+        .filter_map(|st| match st {
+            Step::Kernel { program, .. } => Some(program.clone()),
+            _ => None,
+        })
+        .collect();
+    let unit = Unit::c(&programs);
+    let mut compiled: BTreeMap<String, Compiled> = BTreeMap::new();
+    for st in &s.steps {
+        match st {
+            Step::Kernel { device, program, args } => {
+                let name = device.to_string();
+                let dev = &devices[&name];
+                if !compiled.contains_key(&name) {
+                    compiled.insert(name.clone(), dev.compile(&unit)?);
+                }
+                let bufs: Vec<&Buffer> = args.iter().map(|a| &storages[&s.buffers[a.0 as usize].storage]).collect();
+                dev.launch(&compiled[&name], &program.name, &bufs)?;
+            }
+            Step::Copy { dst, src } => {
+                let (d, sr) = (&s.buffers[dst.0 as usize], &s.buffers[src.0 as usize]);
+                let src_dev = &devices[&sr.device.to_string()];
+                let dst_dev = &devices[&d.device.to_string()];
+                src_dev.copy_to(&storages[&sr.storage], dst_dev.as_ref(), &storages[&d.storage])?;
+            }
+        }
+    }
+    for d in devices.values() {
+        d.synchronize()?;
+    }
+    // Outputs: read the buffer, then apply the view.
+    let mut out = vec![];
+    for o in &s.outputs {
+        let Some(o) = o else {
+            out.push(None);
+            continue;
+        };
+        let b = &s.buffers[o.buffer.0 as usize];
+        let bytes = devices[&b.device.to_string()].copy_out(&storages[&b.storage])?;
+        let mut data: Vec<Elem> = from_bytes(b.dtype, &bytes[..b.size * b.dtype.itemsize()]).into_iter().map(Elem::Bits).collect();
+        let mut shape = vec![b.size];
+        for m in &o.chain {
+            data = movement::apply(m.op, &m.arg, &shape, &data, &Elem::Bits(0));
+            shape = uopkit_interp::verify::movement_shape(m.op, &m.arg, &shape).map_err(ExecError::Schedule)?;
+        }
+        out.push(Some(Value { dtype: b.dtype, shape, data: Data::Single(data) }));
+    }
+    Ok(out)
+}
+
+/// Little-endian bytes of elements (uninitialized ones become poison).
+pub fn to_bytes(dt: DType, elems: &[Option<u64>]) -> Vec<u8> {
+    let n = dt.itemsize();
+    let mut out = Vec::with_capacity(elems.len() * n);
+    for e in elems {
+        match e {
+            Some(bits) => out.extend_from_slice(&bits.to_le_bytes()[..n]),
+            None => out.extend(std::iter::repeat_n(POISON, n)),
+        }
+    }
+    out
+}
+
+pub fn from_bytes(dt: DType, bytes: &[u8]) -> Vec<u64> {
+    let n = dt.itemsize();
+    bytes
+        .chunks_exact(n)
+        .map(|c| {
+            let mut b = [0u8; 8];
+            b[..n].copy_from_slice(c);
+            u64::from_le_bytes(b)
+        })
+        .collect()
+}

@@ -1,0 +1,105 @@
+//! Running a case through a compiled backend and diffing its outputs against the oracle.
+//! A case whose graph is undefined (it expects an error) is never sent to a backend: its
+//! behaviour there is undefined and may crash the process.
+
+use uopkit_compiler::schedule::{self, Schedule};
+use uopkit_compiler::exec;
+use uopkit_interp::ir::{NodeId, Op};
+
+use crate::case::{Case, ScheduleExpect};
+use crate::compare;
+use crate::run::{self, OracleRun};
+
+/// Whether the CPU backend can take this case today, or why not (the trial is then
+/// ignored with that reason).
+pub fn cpu_skip_reason(case: &Case) -> Option<&'static str> {
+    if case.expect_error.is_some() {
+        return Some("undefined or invalid graph: oracle-only");
+    }
+    let multi = case.graph.iter().any(|n| {
+        matches!(n.op, Op::MSTACK | Op::ALLREDUCE | Op::UNSHARD | Op::MSELECT)
+            || n.arg.get("device").is_some_and(|d| d.is_array())
+            || (n.op == Op::COPY && n.arg.is_array())
+    });
+    if multi {
+        return Some("multi-device values are compiled from issue 5 on");
+    }
+    None
+}
+
+/// Runs `case` on the CPU backend and compares every output with the oracle, bit for bit
+/// under the case's policy; also checks the case's schedule expectations.
+pub fn check_cpu(case: &Case) -> Result<Schedule, String> {
+    let oracle = run::run_oracle(case).map_err(|e| format!("the oracle failed: {e}"))?;
+    let oracle_values = run::output_values(case, &oracle).map_err(|e| e.to_string())?;
+    let roots: Vec<NodeId> = case.outputs.iter().map(|o| oracle.loaded.arena(o.node)).collect::<Result<_, _>>().map_err(|e| e.to_string())?;
+    let sched = schedule::schedule(&oracle.loaded.graph, &oracle.verified, &roots).map_err(|e| format!("scheduler: {}", oracle_error_ids(&oracle, e)))?;
+    let values = exec::run(&sched, &oracle.loaded.inputs).map_err(|e| format!("{e}"))?;
+    let mut report = String::new();
+    for ((out, ov), cv) in case.outputs.iter().zip(oracle_values).zip(values) {
+        let cv = cv.ok_or_else(|| format!("output '{}' has no value on the backend", out.name))?;
+        let d = compare::compare_values(out, ov, &cv)?;
+        if !d.passed() {
+            report += &d.report(8);
+        }
+    }
+    if let Some(exp) = &case.schedule {
+        report += &check_schedule(exp, &sched, &oracle);
+    }
+    if report.is_empty() {
+        Ok(sched)
+    } else {
+        Err(format!("{report}schedule:\n{sched}"))
+    }
+}
+
+fn oracle_error_ids(oracle: &OracleRun, e: schedule::ScheduleError) -> String {
+    let id = oracle.loaded.file_id.get(e.node.index()).copied().unwrap_or(u64::from(e.node.0));
+    format!("node {id}: {}", e.reason)
+}
+
+/// The case's expectations about the schedule, checked on the real one.
+pub fn check_schedule(exp: &ScheduleExpect, s: &Schedule, oracle: &OracleRun) -> String {
+    let mut r = String::new();
+    if let Some(n) = exp.copies {
+        if s.copies() != n {
+            r += &format!("schedule: expected {n} COPY step(s), got {}\n", s.copies());
+        }
+    }
+    if let Some(n) = exp.kernels {
+        if s.kernels() != n {
+            r += &format!("schedule: expected {n} kernel(s), got {}\n", s.kernels());
+        }
+    }
+    if exp.no_kernel == Some(true) && s.kernels() != 0 {
+        r += &format!("schedule: expected no kernel, got {}\n", s.kernels());
+    }
+    if let Some(w) = &exp.writes {
+        let mut want: Vec<u64> = w.clone();
+        want.sort();
+        let got: Vec<u64> = s
+            .written_graph_buffers()
+            .into_iter()
+            .map(|n| oracle.loaded.file_id.get(n.index()).copied().unwrap_or(u64::from(n.0)))
+            .collect();
+        if got != want {
+            r += &format!("schedule: expected writes to graph buffers {want:?}, got {got:?}\n");
+        }
+    }
+    if let Some(pairs) = &exp.copy_pairs {
+        let mut want: Vec<(String, String)> = pairs.iter().map(|(a, b)| (canon(a), canon(b))).collect();
+        want.sort();
+        want.dedup();
+        let mut got: Vec<(String, String)> = s.copy_pairs().iter().map(|(a, b)| (a.to_string(), b.to_string())).collect();
+        got.sort();
+        got.dedup();
+        if got != want {
+            r += &format!("schedule: expected copy pairs {want:?}, got {got:?}\n");
+        }
+    }
+    r
+}
+
+fn canon(d: &str) -> String {
+    d.parse::<uopkit_interp::ir::Device>().map(|d| d.to_string()).unwrap_or_else(|_| d.to_string())
+}
