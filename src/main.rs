@@ -15,7 +15,11 @@ use uopkit_interp::eval::{Data, Elem, Value};
 use uopkit_interp::scalar::literal;
 
 #[derive(Parser)]
-#[command(name = "uopkit", version, about = "Exact oracle and conformance kit for tinygrad-style UOp graphs")]
+#[command(
+    name = "uopkit",
+    version,
+    about = "Exact oracle and conformance kit for tinygrad-style UOp graphs"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -32,8 +36,13 @@ enum Command {
         filter: Option<String>,
     },
     /// Run one case and print its outputs.
-    Run {
+    Run { file: PathBuf },
+    /// Compile one case for the CPU and print its schedule and kernels (and the C source).
+    Compile {
         file: PathBuf,
+        /// Also print the rendered C translation unit.
+        #[arg(long)]
+        c: bool,
     },
     /// Print the JSON Schema of the case format.
     Schema,
@@ -51,8 +60,13 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Check { corpus, filter } => check(&corpus, filter.as_deref()),
         Command::Run { file } => run_one(&file),
+        Command::Compile { file, c } => compile(&file, c),
         Command::Schema => {
-            println!("{}", serde_json::to_string_pretty(&uopkit_conformance::case::json_schema()).unwrap_or_default());
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&uopkit_conformance::case::json_schema())
+                    .unwrap_or_default()
+            );
             ExitCode::SUCCESS
         }
         Command::Fmt { check, files } => fmt(check, &files),
@@ -86,12 +100,19 @@ fn check(dir: &Path, filter: Option<&str>) -> ExitCode {
         match run::check_oracle(&case) {
             Ok(_) => passed += 1,
             Err(report) => {
-                println!("FAIL  {name}: {}", report.trim_end().replace('\n', "\n      "));
+                println!(
+                    "FAIL  {name}: {}",
+                    report.trim_end().replace('\n', "\n      ")
+                );
                 failed += 1;
             }
         }
     }
-    println!("oracle: {passed} passed, {failed} failed, {bad} unreadable ({} cases in {})", files.len(), dir.display());
+    println!(
+        "oracle: {passed} passed, {failed} failed, {bad} unreadable ({} cases in {})",
+        files.len(),
+        dir.display()
+    );
     if bad > 0 {
         ExitCode::from(2)
     } else if failed > 0 {
@@ -173,6 +194,42 @@ fn print_value(name: &str, v: &Value) {
             }
         }
     }
+}
+
+fn compile(file: &Path, show_c: bool) -> ExitCode {
+    let case = match read_case(file) {
+        Ok(c) => c,
+        Err(e) => return bad_input(e),
+    };
+    let (loaded, verified) = match load::load(&case) {
+        Ok(x) => x,
+        Err(e) => return bad_input(format!("{}: {e}", file.display())),
+    };
+    let roots: Result<Vec<_>, _> = case.outputs.iter().map(|o| loaded.arena(o.node)).collect();
+    let roots = match roots {
+        Ok(r) => r,
+        Err(e) => return bad_input(e.in_file(file)),
+    };
+    let sched = match uopkit_compiler::schedule::schedule(&loaded.graph, &verified, &roots) {
+        Ok(s) => s,
+        Err(e) => return bad_input(format!("{}: {e}", file.display())),
+    };
+    print!("{sched}");
+    let programs: Vec<_> = sched
+        .steps
+        .iter()
+        .filter_map(|s| match s {
+            uopkit_compiler::schedule::Step::Kernel { program, .. } => Some(program.clone()),
+            _ => None,
+        })
+        .collect();
+    for p in &programs {
+        print!("{p}");
+    }
+    if show_c {
+        print!("{}", uopkit_compiler::render::render_c(&programs));
+    }
+    ExitCode::SUCCESS
 }
 
 fn fmt(check_only: bool, files: &[PathBuf]) -> ExitCode {

@@ -5,8 +5,12 @@ use std::path::PathBuf;
 use std::process::Command;
 
 fn uopkit(args: &[&str]) -> (i32, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_uopkit")).args(args).output().expect("the uopkit binary runs");
-    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    let out = Command::new(env!("CARGO_BIN_EXE_uopkit"))
+        .args(args)
+        .output()
+        .expect("the uopkit binary runs");
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     (out.status.code().unwrap_or(-1), text)
 }
 
@@ -31,35 +35,64 @@ fn rejects(name: &str, body: &str, node: Option<u64>, reason: &str) {
     let file = case_file(&dir, name, body);
     let (code, text) = uopkit(&["run", file.to_str().expect("utf-8 path")]);
     assert_eq!(code, 2, "{name}: expected exit 2, got {code}:\n{text}");
-    assert!(text.contains(name), "{name}: message does not name the file:\n{text}");
+    assert!(
+        text.contains(name),
+        "{name}: message does not name the file:\n{text}"
+    );
     if let Some(n) = node {
-        assert!(text.contains(&format!("node {n}")) || text.contains(&format!("%{n}")), "{name}: message does not name node {n}:\n{text}");
+        assert!(
+            text.contains(&format!("node {n}")) || text.contains(&format!("%{n}")),
+            "{name}: message does not name node {n}:\n{text}"
+        );
     }
-    assert!(text.contains(reason), "{name}: message does not say '{reason}':\n{text}");
+    assert!(
+        text.contains(reason),
+        "{name}: message does not say '{reason}':\n{text}"
+    );
     assert!(!text.contains("panicked"), "{name}: panic:\n{text}");
 }
 
 #[test]
 fn malformed_json() {
-    rejects("malformed.json", "{\"format\": \"uopkit-case/1\", \"graph\": [", None, "malformed case");
+    rejects(
+        "malformed.json",
+        "{\"format\": \"uopkit-case/1\", \"graph\": [",
+        None,
+        "malformed case",
+    );
 }
 
 #[test]
 fn unknown_op() {
     let g = format!(r#"[{BUF}, {{"id": 1, "op": "FROBNICATE", "dtype": "int32", "src": [0]}}]"#);
-    rejects("unknown_op.json", &with_graph(&g, "{}", "[]"), None, "unknown op 'FROBNICATE'");
+    rejects(
+        "unknown_op.json",
+        &with_graph(&g, "{}", "[]"),
+        None,
+        "unknown op 'FROBNICATE'",
+    );
 }
 
 #[test]
 fn unknown_dtype() {
     let g = r#"[{"id": 0, "op": "BUFFER", "dtype": "float128", "arg": {"slot": 0, "size": 4, "device": "CPU"}}]"#;
-    rejects("unknown_dtype.json", &with_graph(g, "{}", "[]"), None, "unknown dtype 'float128'");
+    rejects(
+        "unknown_dtype.json",
+        &with_graph(g, "{}", "[]"),
+        None,
+        "unknown dtype 'float128'",
+    );
 }
 
 #[test]
 fn dangling_source() {
     let g = format!(r#"[{BUF}, {{"id": 1, "op": "NEG", "dtype": "int32", "src": [7]}}]"#);
-    rejects("dangling.json", &with_graph(&g, "{}", "[]"), Some(1), "source 7 is not a node");
+    rejects(
+        "dangling.json",
+        &with_graph(&g, "{}", "[]"),
+        Some(1),
+        "source 7 is not a node",
+    );
 }
 
 #[test]
@@ -73,7 +106,12 @@ fn shape_mismatch() {
     let g = format!(
         r#"[{BUF}, {{"id": 1, "op": "RESHAPE", "dtype": "int32", "src": [0], "arg": [2, 2]}}, {{"id": 2, "op": "ADD", "dtype": "int32", "src": [0, 1]}}]"#
     );
-    rejects("shape_mismatch.json", &with_graph(&g, "{}", "[]"), Some(2), "operand shapes differ");
+    rejects(
+        "shape_mismatch.json",
+        &with_graph(&g, "{}", "[]"),
+        Some(2),
+        "operand shapes differ",
+    );
 }
 
 #[test]
@@ -81,19 +119,36 @@ fn dtype_mismatch() {
     let g = format!(
         r#"[{BUF}, {{"id": 1, "op": "CAST", "dtype": "float32", "src": [0]}}, {{"id": 2, "op": "ADD", "dtype": "int32", "src": [0, 1]}}]"#
     );
-    rejects("dtype_mismatch.json", &with_graph(&g, "{}", "[]"), Some(2), "operand dtypes differ");
+    rejects(
+        "dtype_mismatch.json",
+        &with_graph(&g, "{}", "[]"),
+        Some(2),
+        "operand dtypes differ",
+    );
 }
 
 #[test]
 fn absurd_size_is_refused_before_allocation() {
     let g = r#"[{"id": 0, "op": "BUFFER", "dtype": "float32", "arg": {"slot": 0, "size": 1000000000000000, "device": "CPU"}}]"#;
-    rejects("absurd_size.json", &with_graph(g, r#"{"0": {"fill": 0}}"#, "[]"), Some(0), "over the limit");
+    rejects(
+        "absurd_size.json",
+        &with_graph(g, r#"{"0": {"fill": 0}}"#, "[]"),
+        Some(0),
+        "over the limit",
+    );
 }
 
 #[test]
 fn absurd_expand_is_refused() {
-    let g = format!(r#"[{BUF}, {{"id": 1, "op": "EXPAND", "dtype": "int32", "src": [0], "arg": [1000000, 1000000]}}]"#);
-    rejects("absurd_expand.json", &with_graph(&g, "{}", "[]"), Some(1), "more than");
+    let g = format!(
+        r#"[{BUF}, {{"id": 1, "op": "EXPAND", "dtype": "int32", "src": [0], "arg": [1000000, 1000000]}}]"#
+    );
+    rejects(
+        "absurd_expand.json",
+        &with_graph(&g, "{}", "[]"),
+        Some(1),
+        "more than",
+    );
 }
 
 #[test]
@@ -101,18 +156,37 @@ fn bad_permutation() {
     let g = format!(
         r#"[{BUF}, {{"id": 1, "op": "RESHAPE", "dtype": "int32", "src": [0], "arg": [2, 2]}}, {{"id": 2, "op": "PERMUTE", "dtype": "int32", "src": [1], "arg": [0, 0]}}]"#
     );
-    rejects("bad_permute.json", &with_graph(&g, "{}", "[]"), Some(2), "not a permutation");
+    rejects(
+        "bad_permute.json",
+        &with_graph(&g, "{}", "[]"),
+        Some(2),
+        "not a permutation",
+    );
 }
 
 #[test]
 fn bad_input_literal() {
-    rejects("bad_literal.json", &with_graph(&format!("[{BUF}]"), r#"{"0": {"data": [1, 2, 3, 3000000000]}}"#, "[]"), Some(0), "element 3");
+    rejects(
+        "bad_literal.json",
+        &with_graph(
+            &format!("[{BUF}]"),
+            r#"{"0": {"data": [1, 2, 3, 3000000000]}}"#,
+            "[]",
+        ),
+        Some(0),
+        "element 3",
+    );
 }
 
 #[test]
 fn output_names_a_missing_node() {
     let out = r#"[{"name": "x", "node": 9, "shape": [4], "expect": [0, 0, 0, 0]}]"#;
-    rejects("missing_output.json", &with_graph(&format!("[{BUF}]"), r#"{"0": {"fill": 0}}"#, out), Some(9), "no such node");
+    rejects(
+        "missing_output.json",
+        &with_graph(&format!("[{BUF}]"), r#"{"0": {"fill": 0}}"#, out),
+        Some(9),
+        "no such node",
+    );
 }
 
 #[test]
@@ -120,7 +194,12 @@ fn wrong_device_for_alu() {
     let g = r#"[{"id": 0, "op": "BUFFER", "dtype": "int32", "arg": {"slot": 0, "size": 4, "device": "CPU:0"}},
                 {"id": 1, "op": "BUFFER", "dtype": "int32", "arg": {"slot": 1, "size": 4, "device": "CPU:1"}},
                 {"id": 2, "op": "ADD", "dtype": "int32", "src": [0, 1]}]"#;
-    rejects("device_mismatch.json", &with_graph(g, "{}", "[]"), Some(2), "different devices");
+    rejects(
+        "device_mismatch.json",
+        &with_graph(g, "{}", "[]"),
+        Some(2),
+        "different devices",
+    );
 }
 
 #[test]
@@ -128,7 +207,11 @@ fn good_case_prints_outputs() {
     let dir = tempfile::tempdir().expect("temp dir");
     let g = format!(r#"[{BUF}, {{"id": 1, "op": "ADD", "dtype": "int32", "src": [0, 0]}}]"#);
     let out = r#"[{"name": "twice", "node": 1, "shape": [4], "expect": [2, 4, 6, -8]}]"#;
-    let file = case_file(&dir, "good.json", &with_graph(&g, r#"{"0": {"data": [1, 2, 3, -4]}}"#, out));
+    let file = case_file(
+        &dir,
+        "good.json",
+        &with_graph(&g, r#"{"0": {"data": [1, 2, 3, -4]}}"#, out),
+    );
     let (code, text) = uopkit(&["run", file.to_str().expect("utf-8 path")]);
     assert_eq!(code, 0, "{text}");
     assert!(text.contains("twice: int32 [4] = [2, 4, 6, -8]"), "{text}");
@@ -139,11 +222,18 @@ fn wrong_expectation_exits_1() {
     let dir = tempfile::tempdir().expect("temp dir");
     let g = format!(r#"[{BUF}, {{"id": 1, "op": "ADD", "dtype": "int32", "src": [0, 0]}}]"#);
     let out = r#"[{"name": "twice", "node": 1, "shape": [4], "expect": [2, 4, 6, 8]}]"#;
-    let file = case_file(&dir, "wrong.json", &with_graph(&g, r#"{"0": {"data": [1, 2, 3, -4]}}"#, out));
+    let file = case_file(
+        &dir,
+        "wrong.json",
+        &with_graph(&g, r#"{"0": {"data": [1, 2, 3, -4]}}"#, out),
+    );
     let (code, text) = uopkit(&["run", file.to_str().expect("utf-8 path")]);
     assert_eq!(code, 1, "{text}");
     assert!(text.contains("1 of 4 elements differ"), "{text}");
-    assert!(text.contains("[3]: expected 8 (0x00000008), got -8 (0xfffffff8)"), "{text}");
+    assert!(
+        text.contains("[3]: expected 8 (0x00000008), got -8 (0xfffffff8)"),
+        "{text}"
+    );
 }
 
 #[test]

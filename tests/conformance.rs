@@ -41,10 +41,18 @@ fn main() -> ExitCode {
         let name = corpus::case_name(&dir, &file);
         // Whether the CPU backend can take the case is decided at list time, so that an
         // ignored trial shows as ignored under every runner (nextest too).
-        let skip = load::read_case(&file).ok().and_then(|c| backend::cpu_skip_reason(&c));
+        let skip = load::read_case(&file)
+            .ok()
+            .and_then(|c| backend::cpu_skip_reason(&c));
         let f = file.clone();
-        trials.push(Trial::test(format!("cpu::{name}"), move || cpu_trial(f)).with_kind("cpu").with_ignored_flag(skip.is_some()));
-        trials.push(Trial::test(format!("oracle::{name}"), move || oracle_trial(file)).with_kind("oracle"));
+        trials.push(
+            Trial::test(format!("cpu::{name}"), move || cpu_trial(f))
+                .with_kind("cpu")
+                .with_ignored_flag(skip.is_some()),
+        );
+        trials.push(
+            Trial::test(format!("oracle::{name}"), move || oracle_trial(file)).with_kind("oracle"),
+        );
     }
     libtest_mimic::run(&args, trials).exit_code()
 }

@@ -5,7 +5,8 @@ use std::path::Path;
 use uopkit_conformance::{case::Case, corpus, load};
 
 fn files() -> Vec<std::path::PathBuf> {
-    corpus::case_files(&Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus")).expect("corpus is listable")
+    corpus::case_files(&Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus"))
+        .expect("corpus is listable")
 }
 
 /// Reading a case and writing it back gives the same file.
@@ -19,7 +20,10 @@ fn every_case_round_trips_byte_for_byte() {
             bad.push(f.display().to_string());
         }
     }
-    assert!(bad.is_empty(), "not canonical (run `uopkit fmt` on them): {bad:?}");
+    assert!(
+        bad.is_empty(),
+        "not canonical (run `uopkit fmt` on them): {bad:?}"
+    );
 }
 
 /// The issue asks for at least 80 hand-derived cases; each says where its values come from.
@@ -29,7 +33,15 @@ fn corpus_is_large_enough_and_described() {
     assert!(fs.len() >= 80, "only {} cases", fs.len());
     for f in fs {
         let case = load::read_case(&f).expect("parses");
-        assert!(case.description.len() >= 20, "{}: description too short", f.display());
-        assert!(!case.outputs.is_empty() || case.expect_error.is_some(), "{}: checks nothing", f.display());
+        assert!(
+            case.description.len() >= 20,
+            "{}: description too short",
+            f.display()
+        );
+        assert!(
+            !case.outputs.is_empty() || case.expect_error.is_some(),
+            "{}: checks nothing",
+            f.display()
+        );
     }
 }

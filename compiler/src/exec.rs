@@ -25,7 +25,10 @@ pub enum ExecError {
 
 /// Runs `s` with the graph buffers' initial contents `inputs`; returns one value per
 /// schedule output (None for effects).
-pub fn run(s: &Schedule, inputs: &BTreeMap<NodeId, BufferInit>) -> Result<Vec<Option<Value>>, ExecError> {
+pub fn run(
+    s: &Schedule,
+    inputs: &BTreeMap<NodeId, BufferInit>,
+) -> Result<Vec<Option<Value>>, ExecError> {
     // Devices, by name, in a stable order.
     let mut devices: BTreeMap<String, Arc<dyn Device>> = BTreeMap::new();
     for b in &s.buffers {
@@ -37,7 +40,9 @@ pub fn run(s: &Schedule, inputs: &BTreeMap<NodeId, BufferInit>) -> Result<Vec<Op
     // Storages: the largest occupant decides the size.
     let mut storage_bytes: BTreeMap<u32, (String, usize)> = BTreeMap::new();
     for b in &s.buffers {
-        let e = storage_bytes.entry(b.storage).or_insert((b.device.to_string(), 0));
+        let e = storage_bytes
+            .entry(b.storage)
+            .or_insert((b.device.to_string(), 0));
         e.1 = e.1.max(b.size * b.dtype.itemsize());
     }
     let mut storages: BTreeMap<u32, Buffer> = BTreeMap::new();
@@ -50,11 +55,15 @@ pub fn run(s: &Schedule, inputs: &BTreeMap<NodeId, BufferInit>) -> Result<Vec<Op
     for b in &s.buffers {
         if let BufferKind::Graph(node) = b.kind {
             if let Some(init) = inputs.get(&node) {
-                let comp = init.first().ok_or_else(|| ExecError::Schedule(format!("buffer {node} has no initial contents")))?;
+                let comp = init.first().ok_or_else(|| {
+                    ExecError::Schedule(format!("buffer {node} has no initial contents"))
+                })?;
                 let bytes = to_bytes(b.dtype, comp);
                 let storage = &storages[&b.storage];
                 if storage.bytes() != bytes.len() {
-                    return Err(ExecError::Schedule(format!("graph buffer {node} shares storage")));
+                    return Err(ExecError::Schedule(format!(
+                        "graph buffer {node} shares storage"
+                    )));
                 }
                 devices[&b.device.to_string()].copy_in(storage, &bytes)?;
             }
@@ -73,20 +82,31 @@ pub fn run(s: &Schedule, inputs: &BTreeMap<NodeId, BufferInit>) -> Result<Vec<Op
     let mut compiled: BTreeMap<String, Compiled> = BTreeMap::new();
     for st in &s.steps {
         match st {
-            Step::Kernel { device, program, args } => {
+            Step::Kernel {
+                device,
+                program,
+                args,
+            } => {
                 let name = device.to_string();
                 let dev = &devices[&name];
                 if !compiled.contains_key(&name) {
                     compiled.insert(name.clone(), dev.compile(&unit)?);
                 }
-                let bufs: Vec<&Buffer> = args.iter().map(|a| &storages[&s.buffers[a.0 as usize].storage]).collect();
+                let bufs: Vec<&Buffer> = args
+                    .iter()
+                    .map(|a| &storages[&s.buffers[a.0 as usize].storage])
+                    .collect();
                 dev.launch(&compiled[&name], &program.name, &bufs)?;
             }
             Step::Copy { dst, src } => {
                 let (d, sr) = (&s.buffers[dst.0 as usize], &s.buffers[src.0 as usize]);
                 let src_dev = &devices[&sr.device.to_string()];
                 let dst_dev = &devices[&d.device.to_string()];
-                src_dev.copy_to(&storages[&sr.storage], dst_dev.as_ref(), &storages[&d.storage])?;
+                src_dev.copy_to(
+                    &storages[&sr.storage],
+                    dst_dev.as_ref(),
+                    &storages[&d.storage],
+                )?;
             }
         }
     }
@@ -102,13 +122,21 @@ pub fn run(s: &Schedule, inputs: &BTreeMap<NodeId, BufferInit>) -> Result<Vec<Op
         };
         let b = &s.buffers[o.buffer.0 as usize];
         let bytes = devices[&b.device.to_string()].copy_out(&storages[&b.storage])?;
-        let mut data: Vec<Elem> = from_bytes(b.dtype, &bytes[..b.size * b.dtype.itemsize()]).into_iter().map(Elem::Bits).collect();
+        let mut data: Vec<Elem> = from_bytes(b.dtype, &bytes[..b.size * b.dtype.itemsize()])
+            .into_iter()
+            .map(Elem::Bits)
+            .collect();
         let mut shape = vec![b.size];
         for m in &o.chain {
             data = movement::apply(m.op, &m.arg, &shape, &data, &Elem::Bits(0));
-            shape = uopkit_interp::verify::movement_shape(m.op, &m.arg, &shape).map_err(ExecError::Schedule)?;
+            shape = uopkit_interp::verify::movement_shape(m.op, &m.arg, &shape)
+                .map_err(ExecError::Schedule)?;
         }
-        out.push(Some(Value { dtype: b.dtype, shape, data: Data::Single(data) }));
+        out.push(Some(Value {
+            dtype: b.dtype,
+            shape,
+            data: Data::Single(data),
+        }));
     }
     Ok(out)
 }

@@ -2,8 +2,8 @@
 //! A case whose graph is undefined (it expects an error) is never sent to a backend: its
 //! behaviour there is undefined and may crash the process.
 
-use uopkit_compiler::schedule::{self, Schedule};
 use uopkit_compiler::exec;
+use uopkit_compiler::schedule::{self, Schedule};
 use uopkit_interp::ir::{NodeId, Op};
 
 use crate::case::{Case, ScheduleExpect};
@@ -32,8 +32,14 @@ pub fn cpu_skip_reason(case: &Case) -> Option<&'static str> {
 pub fn check_cpu(case: &Case) -> Result<Schedule, String> {
     let oracle = run::run_oracle(case).map_err(|e| format!("the oracle failed: {e}"))?;
     let oracle_values = run::output_values(case, &oracle).map_err(|e| e.to_string())?;
-    let roots: Vec<NodeId> = case.outputs.iter().map(|o| oracle.loaded.arena(o.node)).collect::<Result<_, _>>().map_err(|e| e.to_string())?;
-    let sched = schedule::schedule(&oracle.loaded.graph, &oracle.verified, &roots).map_err(|e| format!("scheduler: {}", oracle_error_ids(&oracle, e)))?;
+    let roots: Vec<NodeId> = case
+        .outputs
+        .iter()
+        .map(|o| oracle.loaded.arena(o.node))
+        .collect::<Result<_, _>>()
+        .map_err(|e| e.to_string())?;
+    let sched = schedule::schedule(&oracle.loaded.graph, &oracle.verified, &roots)
+        .map_err(|e| format!("scheduler: {}", oracle_error_ids(&oracle, e)))?;
     let values = exec::run(&sched, &oracle.loaded.inputs).map_err(|e| format!("{e}"))?;
     let mut report = String::new();
     for ((out, ov), cv) in case.outputs.iter().zip(oracle_values).zip(values) {
@@ -54,7 +60,12 @@ pub fn check_cpu(case: &Case) -> Result<Schedule, String> {
 }
 
 fn oracle_error_ids(oracle: &OracleRun, e: schedule::ScheduleError) -> String {
-    let id = oracle.loaded.file_id.get(e.node.index()).copied().unwrap_or(u64::from(e.node.0));
+    let id = oracle
+        .loaded
+        .file_id
+        .get(e.node.index())
+        .copied()
+        .unwrap_or(u64::from(e.node.0));
     format!("node {id}: {}", e.reason)
 }
 
@@ -80,17 +91,29 @@ pub fn check_schedule(exp: &ScheduleExpect, s: &Schedule, oracle: &OracleRun) ->
         let got: Vec<u64> = s
             .written_graph_buffers()
             .into_iter()
-            .map(|n| oracle.loaded.file_id.get(n.index()).copied().unwrap_or(u64::from(n.0)))
+            .map(|n| {
+                oracle
+                    .loaded
+                    .file_id
+                    .get(n.index())
+                    .copied()
+                    .unwrap_or(u64::from(n.0))
+            })
             .collect();
         if got != want {
             r += &format!("schedule: expected writes to graph buffers {want:?}, got {got:?}\n");
         }
     }
     if let Some(pairs) = &exp.copy_pairs {
-        let mut want: Vec<(String, String)> = pairs.iter().map(|(a, b)| (canon(a), canon(b))).collect();
+        let mut want: Vec<(String, String)> =
+            pairs.iter().map(|(a, b)| (canon(a), canon(b))).collect();
         want.sort();
         want.dedup();
-        let mut got: Vec<(String, String)> = s.copy_pairs().iter().map(|(a, b)| (a.to_string(), b.to_string())).collect();
+        let mut got: Vec<(String, String)> = s
+            .copy_pairs()
+            .iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect();
         got.sort();
         got.dedup();
         if got != want {
@@ -101,5 +124,7 @@ pub fn check_schedule(exp: &ScheduleExpect, s: &Schedule, oracle: &OracleRun) ->
 }
 
 fn canon(d: &str) -> String {
-    d.parse::<uopkit_interp::ir::Device>().map(|d| d.to_string()).unwrap_or_else(|_| d.to_string())
+    d.parse::<uopkit_interp::ir::Device>()
+        .map(|d| d.to_string())
+        .unwrap_or_else(|_| d.to_string())
 }

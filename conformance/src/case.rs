@@ -147,7 +147,9 @@ pub fn json_schema() -> Json {
         ]
     });
     let ops: Vec<&str> = Op::ALL.iter().map(|o| o.name()).collect();
-    let dtypes: Vec<&str> = std::iter::once("void").chain(DType::ALL.iter().map(|d| d.name())).collect();
+    let dtypes: Vec<&str> = std::iter::once("void")
+        .chain(DType::ALL.iter().map(|d| d.name()))
+        .collect();
     serde_json::json!({
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": "uopkit case",

@@ -30,21 +30,38 @@ pub struct OutputDiff {
 }
 
 /// Expected bits per component, parsed from the output's literals.
-pub fn expected_bits(out: &Output, dt: DType, multi: Option<usize>) -> Result<Vec<Vec<u64>>, String> {
+pub fn expected_bits(
+    out: &Output,
+    dt: DType,
+    multi: Option<usize>,
+) -> Result<Vec<Vec<u64>>, String> {
     let numel: usize = out.shape.iter().product();
     let parse_list = |v: &Json| -> Result<Vec<u64>, String> {
-        let arr = v.as_array().ok_or_else(|| format!("expected a list of {numel} literals, found {v}"))?;
+        let arr = v
+            .as_array()
+            .ok_or_else(|| format!("expected a list of {numel} literals, found {v}"))?;
         if arr.len() != numel {
-            return Err(format!("expect has {} elements, shape {:?} has {numel}", arr.len(), out.shape));
+            return Err(format!(
+                "expect has {} elements, shape {:?} has {numel}",
+                arr.len(),
+                out.shape
+            ));
         }
-        arr.iter().enumerate().map(|(i, x)| literal::parse(dt, x).map_err(|e| format!("expect element {i}: {e}"))).collect()
+        arr.iter()
+            .enumerate()
+            .map(|(i, x)| literal::parse(dt, x).map_err(|e| format!("expect element {i}: {e}")))
+            .collect()
     };
     match multi {
         None => Ok(vec![parse_list(&out.expect)?]),
         Some(ndev) => {
-            let arr = out.expect.as_array().filter(|a| a.len() == ndev && a.iter().all(|x| x.is_array())).ok_or_else(|| {
-                format!("a multi-device output expects one list per device ({ndev} lists)")
-            })?;
+            let arr = out
+                .expect
+                .as_array()
+                .filter(|a| a.len() == ndev && a.iter().all(|x| x.is_array()))
+                .ok_or_else(|| {
+                    format!("a multi-device output expects one list per device ({ndev} lists)")
+                })?;
             arr.iter().map(parse_list).collect()
         }
     }
@@ -57,13 +74,17 @@ fn is_nan(dt: DType, bits: u64) -> bool {
 /// Compares `value` with the output's expectation.
 pub fn compare(out: &Output, value: &Value) -> Result<OutputDiff, String> {
     if value.shape != out.shape {
-        return Err(format!("output '{}': the case says shape {:?}, the node has shape {:?}", out.name, out.shape, value.shape));
+        return Err(format!(
+            "output '{}': the case says shape {:?}, the node has shape {:?}",
+            out.name, out.shape, value.shape
+        ));
     }
     let multi = match &value.data {
         Data::Multi(c) => Some(c.len()),
         Data::Single(_) => None,
     };
-    let expected = expected_bits(out, value.dtype, multi).map_err(|e| format!("output '{}': {e}", out.name))?;
+    let expected = expected_bits(out, value.dtype, multi)
+        .map_err(|e| format!("output '{}': {e}", out.name))?;
     let mut mismatches = vec![];
     let mut total = 0;
     for (c, (exp, act)) in expected.iter().zip(value.data.components()).enumerate() {
@@ -71,15 +92,32 @@ pub fn compare(out: &Output, value: &Value) -> Result<OutputDiff, String> {
         for (i, (&e, a)) in exp.iter().zip(act).enumerate() {
             let a = match *a {
                 Elem::Bits(b) => b,
-                Elem::Uninit { .. } => return Err(format!("output '{}' element {i} was never written", out.name)),
+                Elem::Uninit { .. } => {
+                    return Err(format!(
+                        "output '{}' element {i} was never written",
+                        out.name
+                    ))
+                }
             };
-            let same = e == a || (out.nan == NanPolicy::Any && is_nan(value.dtype, e) && is_nan(value.dtype, a));
+            let same = e == a
+                || (out.nan == NanPolicy::Any && is_nan(value.dtype, e) && is_nan(value.dtype, a));
             if !same {
-                mismatches.push(Mismatch { component: c, index: unravel(i, &out.shape), expected: e, actual: a });
+                mismatches.push(Mismatch {
+                    component: c,
+                    index: unravel(i, &out.shape),
+                    expected: e,
+                    actual: a,
+                });
             }
         }
     }
-    Ok(OutputDiff { name: out.name.clone(), dtype: value.dtype, total, components: expected.len(), mismatches })
+    Ok(OutputDiff {
+        name: out.name.clone(),
+        dtype: value.dtype,
+        total,
+        components: expected.len(),
+        mismatches,
+    })
 }
 
 /// Compares a backend's value with the oracle's, under the output's policy.
@@ -94,7 +132,12 @@ pub fn compare_values(out: &Output, oracle: &Value, actual: &Value) -> Result<Ou
     let mut total = 0;
     let (ocomps, acomps) = (oracle.data.components(), actual.data.components());
     if ocomps.len() != acomps.len() {
-        return Err(format!("output '{}': {} device components from the oracle, {} from the backend", out.name, ocomps.len(), acomps.len()));
+        return Err(format!(
+            "output '{}': {} device components from the oracle, {} from the backend",
+            out.name,
+            ocomps.len(),
+            acomps.len()
+        ));
     }
     for (c, (o, a)) in ocomps.iter().zip(acomps).enumerate() {
         total += o.len();
@@ -102,13 +145,27 @@ pub fn compare_values(out: &Output, oracle: &Value, actual: &Value) -> Result<Ou
             let (Elem::Bits(e), Elem::Bits(a)) = (*e, *a) else {
                 return Err(format!("output '{}' element {i} is undefined", out.name));
             };
-            let same = e == a || (out.nan == NanPolicy::Any && is_nan(oracle.dtype, e) && is_nan(oracle.dtype, a));
+            let same = e == a
+                || (out.nan == NanPolicy::Any
+                    && is_nan(oracle.dtype, e)
+                    && is_nan(oracle.dtype, a));
             if !same {
-                mismatches.push(Mismatch { component: c, index: unravel(i, &oracle.shape), expected: e, actual: a });
+                mismatches.push(Mismatch {
+                    component: c,
+                    index: unravel(i, &oracle.shape),
+                    expected: e,
+                    actual: a,
+                });
             }
         }
     }
-    Ok(OutputDiff { name: out.name.clone(), dtype: oracle.dtype, total, components: ocomps.len(), mismatches })
+    Ok(OutputDiff {
+        name: out.name.clone(),
+        dtype: oracle.dtype,
+        total,
+        components: ocomps.len(),
+        mismatches,
+    })
 }
 
 /// The multi-index of flat index `i` in `shape` (row-major).
@@ -141,7 +198,11 @@ impl OutputDiff {
         for m in self.mismatches.iter().take(limit) {
             s += &format!(
                 "  {}{:?}: expected {} (0x{:0w$x}), got {} (0x{:0w$x})\n",
-                if self.components > 1 { format!("device {} ", m.component) } else { String::new() },
+                if self.components > 1 {
+                    format!("device {} ", m.component)
+                } else {
+                    String::new()
+                },
                 m.index,
                 literal::display(self.dtype, m.expected),
                 m.expected,

@@ -23,12 +23,19 @@ pub fn component(init: &Init, dt: DType, size: usize) -> Result<Vec<Option<u64>>
     Ok(match init {
         Init::Data(items) => {
             if items.len() != size {
-                return Err(format!("data has {} elements, the buffer has {size}", items.len()));
+                return Err(format!(
+                    "data has {} elements, the buffer has {size}",
+                    items.len()
+                ));
             }
             items
                 .iter()
                 .enumerate()
-                .map(|(i, v)| literal::parse(dt, v).map(Some).map_err(|e| format!("element {i}: {e}")))
+                .map(|(i, v)| {
+                    literal::parse(dt, v)
+                        .map(Some)
+                        .map_err(|e| format!("element {i}: {e}"))
+                })
                 .collect::<Result<_, _>>()?
         }
         Init::Fill(v) => vec![Some(literal::parse(dt, v)?); size],
@@ -37,8 +44,11 @@ pub fn component(init: &Init, dt: DType, size: usize) -> Result<Vec<Option<u64>>
             // start + i*step with one rounding: MULACC(i, step, start), i converted exactly.
             (0..size)
                 .map(|i| {
-                    let i = scalar::cast(DType::Int64, dt, i as u64).map_err(|e| format!("arange index {i}: {e}"))?;
-                    scalar::alu(Op::MULACC, dt, &[i, step, start]).map(Some).map_err(|e| format!("arange: {e}"))
+                    let i = scalar::cast(DType::Int64, dt, i as u64)
+                        .map_err(|e| format!("arange index {i}: {e}"))?;
+                    scalar::alu(Op::MULACC, dt, &[i, step, start])
+                        .map(Some)
+                        .map_err(|e| format!("arange: {e}"))
                 })
                 .collect::<Result<_, String>>()?
         }
@@ -56,7 +66,9 @@ pub fn component(init: &Init, dt: DType, size: usize) -> Result<Vec<Option<u64>>
                 .collect::<Result<_, _>>()?
         }
         Init::Uninit(_) => vec![None; size],
-        Init::PerDevice(_) => return Err("per_device may only appear at the top of an input".into()),
+        Init::PerDevice(_) => {
+            return Err("per_device may only appear at the top of an input".into())
+        }
     })
 }
 

@@ -26,7 +26,11 @@ pub struct CaseError {
 
 impl CaseError {
     pub fn new(node: Option<u64>, reason: impl Into<String>) -> Self {
-        CaseError { file: None, node, reason: reason.into() }
+        CaseError {
+            file: None,
+            node,
+            reason: reason.into(),
+        }
     }
 
     pub fn in_file(mut self, file: &Path) -> Self {
@@ -47,25 +51,40 @@ pub struct Loaded {
 
 impl Loaded {
     pub fn arena(&self, file_id: u64) -> Result<NodeId, CaseError> {
-        self.arena_id.get(&file_id).copied().ok_or_else(|| CaseError::new(Some(file_id), "no such node in the graph"))
+        self.arena_id
+            .get(&file_id)
+            .copied()
+            .ok_or_else(|| CaseError::new(Some(file_id), "no such node in the graph"))
     }
 
     /// Translates an oracle error's arena ids into case-file ids.
     pub fn file_error(&self, e: uopkit_interp::Error) -> uopkit_interp::Error {
-        e.map_nodes(|n| NodeId(self.file_id.get(n.index()).copied().unwrap_or(u64::from(n.0)) as u32))
+        e.map_nodes(|n| {
+            NodeId(
+                self.file_id
+                    .get(n.index())
+                    .copied()
+                    .unwrap_or(u64::from(n.0)) as u32,
+            )
+        })
     }
 }
 
 /// Reads and parses a case file.
 pub fn read_case(path: &Path) -> Result<Case, CaseError> {
-    let text = std::fs::read_to_string(path).map_err(|e| CaseError::new(None, format!("cannot read: {e}")).in_file(path))?;
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| CaseError::new(None, format!("cannot read: {e}")).in_file(path))?;
     parse_case(&text).map_err(|e| e.in_file(path))
 }
 
 pub fn parse_case(text: &str) -> Result<Case, CaseError> {
-    let case: Case = serde_json::from_str(text).map_err(|e| CaseError::new(None, format!("malformed case: {e}")))?;
+    let case: Case = serde_json::from_str(text)
+        .map_err(|e| CaseError::new(None, format!("malformed case: {e}")))?;
     if case.format != FORMAT {
-        return Err(CaseError::new(None, format!("unknown format '{}' (expected '{FORMAT}')", case.format)));
+        return Err(CaseError::new(
+            None,
+            format!("unknown format '{}' (expected '{FORMAT}')", case.format),
+        ));
     }
     Ok(case)
 }
@@ -73,13 +92,33 @@ pub fn parse_case(text: &str) -> Result<Case, CaseError> {
 /// Builds the graph (in dependency order), verifies it and materializes the inputs.
 pub fn load(case: &Case) -> Result<(Loaded, Verified), LoadError> {
     let mut loaded = build_graph(case).map_err(LoadError::Case)?;
-    let mut verified = verify::verify(&loaded.graph).map_err(|e| LoadError::Verify(loaded.file_error(e)))?;
-    if loaded.graph.ids().any(|id| loaded.graph.node(id).op == Op::CALL) {
-        let inl = inline_calls(&loaded.graph).map_err(|e| LoadError::Verify(loaded.file_error(e)))?;
-        let file_id = inl.origin.iter().map(|o| loaded.file_id[o.index()]).collect();
-        let arena_id = loaded.arena_id.iter().map(|(&f, old)| (f, inl.remap[old.index()])).collect();
-        loaded = Loaded { graph: inl.graph, file_id, arena_id, inputs: BTreeMap::new() };
-        verified = verify::verify(&loaded.graph).map_err(|e| LoadError::Verify(loaded.file_error(e)))?;
+    let mut verified =
+        verify::verify(&loaded.graph).map_err(|e| LoadError::Verify(loaded.file_error(e)))?;
+    if loaded
+        .graph
+        .ids()
+        .any(|id| loaded.graph.node(id).op == Op::CALL)
+    {
+        let inl =
+            inline_calls(&loaded.graph).map_err(|e| LoadError::Verify(loaded.file_error(e)))?;
+        let file_id = inl
+            .origin
+            .iter()
+            .map(|o| loaded.file_id[o.index()])
+            .collect();
+        let arena_id = loaded
+            .arena_id
+            .iter()
+            .map(|(&f, old)| (f, inl.remap[old.index()]))
+            .collect();
+        loaded = Loaded {
+            graph: inl.graph,
+            file_id,
+            arena_id,
+            inputs: BTreeMap::new(),
+        };
+        verified =
+            verify::verify(&loaded.graph).map_err(|e| LoadError::Verify(loaded.file_error(e)))?;
     }
     loaded.inputs = materialize_inputs(case, &loaded, &verified).map_err(LoadError::Case)?;
     Ok((loaded, verified))
@@ -107,7 +146,10 @@ fn build_graph(case: &Case) -> Result<Loaded, CaseError> {
     }
     for n in &case.graph {
         if let Some(&s) = n.src.iter().find(|s| !by_id.contains_key(s)) {
-            return Err(CaseError::new(Some(n.id), format!("source {s} is not a node of the graph")));
+            return Err(CaseError::new(
+                Some(n.id),
+                format!("source {s} is not a node of the graph"),
+            ));
         }
     }
     let order = topo_order(case, &by_id)?;
@@ -116,15 +158,26 @@ fn build_graph(case: &Case) -> Result<Loaded, CaseError> {
     let mut file_id: Vec<u64> = vec![];
     for i in order {
         let n = &case.graph[i];
-        let arg = parse_arg(n.op, n.dtype, &n.arg).map_err(|r| CaseError::new(Some(n.id), format!("{}: {r}", n.op)))?;
+        let arg = parse_arg(n.op, n.dtype, &n.arg)
+            .map_err(|r| CaseError::new(Some(n.id), format!("{}: {r}", n.op)))?;
         let src = n.src.iter().map(|s| arena_id[s]).collect();
-        let id = graph.add(Node { op: n.op, dtype: n.dtype, src, arg });
+        let id = graph.add(Node {
+            op: n.op,
+            dtype: n.dtype,
+            src,
+            arg,
+        });
         if id.index() == file_id.len() {
             file_id.push(n.id);
         }
         arena_id.insert(n.id, id);
     }
-    Ok(Loaded { graph, file_id, arena_id, inputs: BTreeMap::new() })
+    Ok(Loaded {
+        graph,
+        file_id,
+        arena_id,
+        inputs: BTreeMap::new(),
+    })
 }
 
 /// Sources before users; a cycle is an error naming a node on it. Iterative, so a deep
@@ -155,7 +208,10 @@ fn topo_order(case: &Case, by_id: &BTreeMap<u64, usize>) -> Result<Vec<usize>, C
                         stack.push((s, 0));
                     }
                     Mark::Open => {
-                        return Err(CaseError::new(Some(case.graph[s].id), "cycle: this node depends on itself"));
+                        return Err(CaseError::new(
+                            Some(case.graph[s].id),
+                            "cycle: this node depends on itself",
+                        ));
                     }
                     Mark::Done => {}
                 }
@@ -170,7 +226,9 @@ fn topo_order(case: &Case, by_id: &BTreeMap<u64, usize>) -> Result<Vec<usize>, C
 }
 
 fn usize_list(v: &Json) -> Result<Vec<usize>, String> {
-    let arr = v.as_array().ok_or_else(|| format!("expected a list of non-negative integers, found {v}"))?;
+    let arr = v
+        .as_array()
+        .ok_or_else(|| format!("expected a list of non-negative integers, found {v}"))?;
     arr.iter()
         .map(|x| {
             x.as_u64()
@@ -182,7 +240,11 @@ fn usize_list(v: &Json) -> Result<Vec<usize>, String> {
 }
 
 fn reduce_op(v: &Json) -> Result<Op, String> {
-    let op: Op = v.as_str().ok_or_else(|| format!("expected an op name, found {v}"))?.parse().map_err(|e| format!("{e}"))?;
+    let op: Op = v
+        .as_str()
+        .ok_or_else(|| format!("expected an op name, found {v}"))?
+        .parse()
+        .map_err(|e| format!("{e}"))?;
     if op.is_reduce_op() {
         Ok(op)
     } else {
@@ -212,11 +274,22 @@ pub fn parse_arg(op: Op, dtype: DType, v: &Json) -> Result<Arg, String> {
                 size: u64,
                 device: DeviceSpec,
             }
-            let b: B = serde_json::from_value(v.clone()).map_err(|e| format!("expected {{\"slot\", \"size\", \"device\"}}: {e}"))?;
-            let size = usize::try_from(b.size).ok().filter(|&s| s <= MAX_ELEMENTS).ok_or_else(|| {
-                format!("buffer of {} elements is over the limit of {MAX_ELEMENTS}", b.size)
-            })?;
-            Arg::Buffer { slot: b.slot, size, device: b.device }
+            let b: B = serde_json::from_value(v.clone())
+                .map_err(|e| format!("expected {{\"slot\", \"size\", \"device\"}}: {e}"))?;
+            let size = usize::try_from(b.size)
+                .ok()
+                .filter(|&s| s <= MAX_ELEMENTS)
+                .ok_or_else(|| {
+                    format!(
+                        "buffer of {} elements is over the limit of {MAX_ELEMENTS}",
+                        b.size
+                    )
+                })?;
+            Arg::Buffer {
+                slot: b.slot,
+                size,
+                device: b.device,
+            }
         }
         Op::CONST => Arg::Const(literal::parse(dtype, v)?),
         Op::COPY => Arg::Device(device_spec(v)?),
@@ -227,23 +300,46 @@ pub fn parse_arg(op: Op, dtype: DType, v: &Json) -> Result<Arg, String> {
             Arg::Window { offsets, sizes }
         }
         Op::FLIP => {
-            let arr = v.as_array().ok_or_else(|| format!("expected a list of bools, found {v}"))?;
-            Arg::Flip(arr.iter().map(|b| b.as_bool().ok_or_else(|| format!("expected a bool, found {b}"))).collect::<Result<_, _>>()?)
+            let arr = v
+                .as_array()
+                .ok_or_else(|| format!("expected a list of bools, found {v}"))?;
+            Arg::Flip(
+                arr.iter()
+                    .map(|b| {
+                        b.as_bool()
+                            .ok_or_else(|| format!("expected a bool, found {b}"))
+                    })
+                    .collect::<Result<_, _>>()?,
+            )
         }
         Op::REDUCE => match v.as_array().map(|a| a.as_slice()) {
-            Some([o, n]) => Arg::Reduce { op: reduce_op(o)?, axes: n.as_u64().ok_or("axis count must be an integer")? as usize },
+            Some([o, n]) => Arg::Reduce {
+                op: reduce_op(o)?,
+                axes: n.as_u64().ok_or("axis count must be an integer")? as usize,
+            },
             _ => return Err(format!("expected [op, n], found {v}")),
         },
         Op::ALLREDUCE => match v.as_array().map(|a| a.as_slice()) {
             Some([o, ds]) => {
-                let devices: Vec<Device> = serde_json::from_value(ds.clone()).map_err(|e| format!("bad device list: {e}"))?;
-                Arg::AllReduce { op: reduce_op(o)?, devices }
+                let devices: Vec<Device> = serde_json::from_value(ds.clone())
+                    .map_err(|e| format!("bad device list: {e}"))?;
+                Arg::AllReduce {
+                    op: reduce_op(o)?,
+                    devices,
+                }
             }
             _ => return Err(format!("expected [op, [devices…]], found {v}")),
         },
-        Op::MSELECT => Arg::Index(v.as_u64().ok_or_else(|| format!("expected a device index, found {v}"))? as usize),
+        Op::MSELECT => Arg::Index(
+            v.as_u64()
+                .ok_or_else(|| format!("expected a device index, found {v}"))? as usize,
+        ),
         Op::UNSHARD => {
-            let axes = if v.is_u64() { vec![v.as_u64().unwrap_or(0) as usize] } else { usize_list(v)? };
+            let axes = if v.is_u64() {
+                vec![v.as_u64().unwrap_or(0) as usize]
+            } else {
+                usize_list(v)?
+            };
             match axes.as_slice() {
                 [a] => Arg::Axis(*a),
                 _ => return Err(format!("expected one sharded axis, found {v}")),
@@ -252,13 +348,22 @@ pub fn parse_arg(op: Op, dtype: DType, v: &Json) -> Result<Arg, String> {
         Op::CALL => match v {
             Json::Null => Arg::None,
             Json::String(s) => Arg::Name(s.clone()),
-            Json::Object(o) => Arg::Name(o.get("name").and_then(|n| n.as_str()).unwrap_or("call").to_string()),
+            Json::Object(o) => Arg::Name(
+                o.get("name")
+                    .and_then(|n| n.as_str())
+                    .unwrap_or("call")
+                    .to_string(),
+            ),
             _ => return Err(format!("expected a name, found {v}")),
         },
         Op::CAST | Op::BITCAST => match v {
             Json::Null => Arg::None,
             Json::String(s) if s.parse::<DType>().ok() == Some(dtype) => Arg::None,
-            _ => return Err(format!("arg must be null or the node's dtype '{dtype}', found {v}")),
+            _ => {
+                return Err(format!(
+                    "arg must be null or the node's dtype '{dtype}', found {v}"
+                ))
+            }
         },
         _ => {
             if !v.is_null() {
@@ -269,23 +374,40 @@ pub fn parse_arg(op: Op, dtype: DType, v: &Json) -> Result<Arg, String> {
     })
 }
 
-fn materialize_inputs(case: &Case, loaded: &Loaded, ver: &Verified) -> Result<BTreeMap<NodeId, BufferInit>, CaseError> {
+fn materialize_inputs(
+    case: &Case,
+    loaded: &Loaded,
+    ver: &Verified,
+) -> Result<BTreeMap<NodeId, BufferInit>, CaseError> {
     let mut out = BTreeMap::new();
     for (key, init) in &case.inputs {
-        let fid: u64 = key.parse().map_err(|_| CaseError::new(None, format!("input key '{key}' is not a node id")))?;
+        let fid: u64 = key
+            .parse()
+            .map_err(|_| CaseError::new(None, format!("input key '{key}' is not a node id")))?;
         let id = loaded.arena(fid)?;
         let node = loaded.graph.node(id);
         if node.op != Op::BUFFER {
-            return Err(CaseError::new(Some(fid), format!("inputs are for BUFFER nodes, this is a {}", node.op)));
+            return Err(CaseError::new(
+                Some(fid),
+                format!("inputs are for BUFFER nodes, this is a {}", node.op),
+            ));
         }
         let info = ver.info(id);
         let ndev = info.device.as_ref().map_or(1, |d| d.devices().len());
         let comps = match init {
             Init::PerDevice(per) => {
                 if per.len() != ndev {
-                    return Err(CaseError::new(Some(fid), format!("per_device gives {} components for {ndev} devices", per.len())));
+                    return Err(CaseError::new(
+                        Some(fid),
+                        format!(
+                            "per_device gives {} components for {ndev} devices",
+                            per.len()
+                        ),
+                    ));
                 }
-                per.iter().map(|i| inputs::component(i, node.dtype, info.shape[0])).collect::<Result<Vec<_>, _>>()
+                per.iter()
+                    .map(|i| inputs::component(i, node.dtype, info.shape[0]))
+                    .collect::<Result<Vec<_>, _>>()
             }
             single => {
                 let c = inputs::component(single, node.dtype, info.shape[0]);

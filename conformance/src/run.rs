@@ -39,18 +39,29 @@ pub enum RunError {
 pub fn run_oracle(case: &Case) -> Result<OracleRun, RunError> {
     let (loaded, verified) = load::load(case)?;
     let roots = output_nodes(case, &loaded)?;
-    let evaluation = eval::evaluate(&loaded.graph, &verified, &loaded.inputs, &roots).map_err(|e| RunError::Oracle(loaded.file_error(e)))?;
+    let evaluation = eval::evaluate(&loaded.graph, &verified, &loaded.inputs, &roots)
+        .map_err(|e| RunError::Oracle(loaded.file_error(e)))?;
     // Outputs are observable: an uninitialized element there is undefined behaviour.
     for &r in &roots {
-        evaluation.output(&loaded.graph, r).map_err(|e| RunError::Oracle(loaded.file_error(e)))?;
+        evaluation
+            .output(&loaded.graph, r)
+            .map_err(|e| RunError::Oracle(loaded.file_error(e)))?;
     }
-    Ok(OracleRun { loaded, verified, evaluation })
+    Ok(OracleRun {
+        loaded,
+        verified,
+        evaluation,
+    })
 }
 
 fn output_nodes(case: &Case, loaded: &Loaded) -> Result<Vec<NodeId>, RunError> {
     case.outputs
         .iter()
-        .map(|o| loaded.arena(o.node).map_err(|e| RunError::Output(format!("output '{}': {e}", o.name))))
+        .map(|o| {
+            loaded
+                .arena(o.node)
+                .map_err(|e| RunError::Output(format!("output '{}': {e}", o.name)))
+        })
         .collect()
 }
 
@@ -58,7 +69,11 @@ fn output_nodes(case: &Case, loaded: &Loaded) -> Result<Vec<NodeId>, RunError> {
 pub fn output_values<'a>(case: &Case, run: &'a OracleRun) -> Result<Vec<&'a Value>, RunError> {
     output_nodes(case, &run.loaded)?
         .into_iter()
-        .map(|id| run.evaluation.output(run.graph(), id).map_err(|e| RunError::Oracle(run.loaded.file_error(e))))
+        .map(|id| {
+            run.evaluation
+                .output(run.graph(), id)
+                .map_err(|e| RunError::Oracle(run.loaded.file_error(e)))
+        })
         .collect()
 }
 
@@ -67,7 +82,10 @@ pub fn output_values<'a>(case: &Case, run: &'a OracleRun) -> Result<Vec<&'a Valu
 pub fn check_oracle(case: &Case) -> Result<Vec<OutputDiff>, String> {
     let result = run_oracle(case);
     match (&case.expect_error, result) {
-        (Some(want), Ok(_)) => Err(format!("expected an error ({}) but the oracle produced the outputs", describe_expected(want))),
+        (Some(want), Ok(_)) => Err(format!(
+            "expected an error ({}) but the oracle produced the outputs",
+            describe_expected(want)
+        )),
         (Some(want), Err(got)) => match_error(want, &got).map(|_| vec![]),
         (None, Err(e)) => Err(e.to_string()),
         (None, Ok(run)) => {
@@ -92,7 +110,10 @@ pub fn check_oracle(case: &Case) -> Result<Vec<OutputDiff>, String> {
 
 fn describe_expected(want: &ExpectError) -> String {
     let mut s = match want.kind {
-        ErrorKind::Ub => format!("ub {}", want.ub.map(|u| u.describe()).unwrap_or("of any kind")),
+        ErrorKind::Ub => format!(
+            "ub {}",
+            want.ub.map(|u| u.describe()).unwrap_or("of any kind")
+        ),
         ErrorKind::Verify => "verifier rejection".to_string(),
     };
     if let Some(n) = want.node {
@@ -114,7 +135,15 @@ pub fn match_error(want: &ExpectError, got: &RunError) -> Result<(), String> {
         }
     }
     match (want.kind, got) {
-        (ErrorKind::Ub, RunError::Oracle(OracleError::Ub { node, element, kind, .. })) => {
+        (
+            ErrorKind::Ub,
+            RunError::Oracle(OracleError::Ub {
+                node,
+                element,
+                kind,
+                ..
+            }),
+        ) => {
             let ok = want.ub.is_none_or(|u| u == *kind)
                 && want.node.is_none_or(|n| n == u64::from(node.0))
                 && want.element.is_none_or(|e| e == *element);

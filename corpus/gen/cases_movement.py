@@ -26,6 +26,7 @@ def arange_case(C, name, n, desc, build, dtype="int32", start=0, step=1):
 
 
 def gen(C):
+    gen_padded_traps(C)
     arange_case(C, "reshape_2d_3d", 24, "RESHAPE [24] -> [4,6] -> [2,3,4]: same elements in row-major order (arange input 0..23)",
                 lambda g, b, t: [("r46", g.reshape(b, [4, 6]), t.reshape([4, 6])),
                                  ("r234", g.reshape(g.reshape(b, [4, 6]), [2, 3, 4]), t.reshape([2, 3, 4]))])
@@ -73,3 +74,22 @@ def _pad_flip_add(g, b, t):
     s = g.op("ADD", "int32", p, c)
     tv = t.reshape([2, 3]).pad([1, 1], [3, 4], 0).flip([False, True])
     return [("pf", p, tv), ("pf_plus_100", s, tv.map(lambda x: N.alu("ADD", "int32", x, 100)))]
+
+
+def gen_padded_traps(C):
+    """Padding around ops that would trap on the values a padded lane sees (a compiled backend
+    computes the padded expression on gated loads that read 0 there)."""
+    g = G("PAD around FLOORDIV, CMOD and SHL: the padded region reads 0 whatever the inner op would do on "
+          "the zeros a gated load gives there (x // 0 would trap in C); inside: Python // and C-style % by hand: "
+          "[7,-7,9] // [2,2,-4] = [3,-4,-3], [7,-7,9] % [2,2,-4] (sign of dividend) = [1,-1,1], [1,2,3] << [1,2,3] = [2,8,24]",
+          ["movement", "pad", "trap"])
+    a = g.buffer("int32", 3, data=[7, -7, 9])
+    b = g.buffer("int32", 3, data=[2, 2, -4])
+    s = g.buffer("int32", 3, data=[1, 2, 3])
+    fd = g.op("FLOORDIV", "int32", a, b)
+    cm = g.op("CMOD", "int32", a, b)
+    sh = g.op("SHL", "int32", s, s)
+    g.output("floordiv", g.pad(fd, [1], [5]), [5], [0, 3, -4, -3, 0])
+    g.output("cmod", g.pad(cm, [2], [6]), [6], [0, 0, 1, -1, 1, 0])
+    g.output("shl", g.pad(sh, [0], [4]), [4], [2, 8, 24, 0])
+    C.add("movement", "pad_around_trapping_ops", g)

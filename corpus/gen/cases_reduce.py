@@ -1,5 +1,5 @@
 """corpus/reduce: REDUCE(op, n) reduces the FIRST n axes (other axes are permuted to the front
-first), as a sequential left fold ((x0 op x1) op x2)... in row-major order of the reduced
+first): acc starts at the op's identity and acc = op(acc, x) in row-major order of the reduced
 elements, in the input dtype (no implicit upcast: CAST first for a wider accumulator).
 
 Expected values: tensor.T.reduce, each step through numerics.alu (exact result, rounded once per
@@ -83,5 +83,9 @@ def gen(C):
          ["-0.0", "-inf", "0.0", -3, "-0.0", -F30], [("reshape", [3, 2]), ("reduce", ("MAX", 1))])
     case(C, "max_float32_nan_not_first", "REDUCE MAX fold acc = max(acc, x) = (acc < x ? x : acc) drops a NaN that is not the first element: [1, NaN, 0.5] -> 1; [-2, NaN, 3] -> 3", "float32",
          [1, -2, "nan", "nan", Q(1, 2), 3], [("reshape", [3, 2]), ("reduce", ("MAX", 1))], ["nan"])
+    case(C, "add_float32_negative_zeros", "REDUCE ADD folds from the identity +0.0 (as tinygrad's kernels do), so a sum of -0.0s is +0.0: acc = 0.0 + -0.0 = +0.0 (IEEE: x + -0 with x = +0 is +0)", "float32",
+         ["-0.0", "-0.0", "-0.0"], [("reduce", ("ADD", 1))], ["signed_zero"])
+    case(C, "max_float32_nan_first", "REDUCE MAX folds from the identity -inf with acc = (acc < x ? x : acc): a NaN first is dropped too ([NaN, 1, 0.5] -> 1), and an all-NaN column gives -inf", "float32",
+         ["nan", "nan", 1, "nan", Q(1, 2), "nan"], [("reshape", [3, 2]), ("reduce", ("MAX", 1))], ["nan"])
     case(C, "add_bfloat16_no_upcast", "REDUCE ADD of bfloat16 [256, 1, 1, 1, 1] folds to 256 (256+1 ties to even at 8 significant bits); exact Fraction rounding per step", "bfloat16",
          [256, 1, 1, 1, 1], [("reduce", ("ADD", 1))], ["order"])

@@ -9,13 +9,30 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 pub enum Error {
     /// The graph breaks the IR's rules (wrong arity, shapes, dtypes, devices, …).
     #[error("node {node} ({op}): {reason}")]
-    Verify { node: NodeId, op: Op, reason: String },
+    Verify {
+        node: NodeId,
+        op: Op,
+        reason: String,
+    },
     /// Evaluation reached undefined behaviour at one element of one node.
-    #[error("undefined behaviour at node {node} ({op}), element {element}: {kind}{}", origin_text(origin))]
-    Ub { node: NodeId, op: Op, element: usize, kind: Ub, origin: Option<(NodeId, usize)> },
+    #[error(
+        "undefined behaviour at node {node} ({op}), element {element}: {kind}{}",
+        origin_text(origin)
+    )]
+    Ub {
+        node: NodeId,
+        op: Op,
+        element: usize,
+        kind: Ub,
+        origin: Option<(NodeId, usize)>,
+    },
     /// The input is well formed but refers to something the oracle cannot evaluate.
     #[error("node {node} ({op}): {reason}")]
-    Eval { node: NodeId, op: Op, reason: String },
+    Eval {
+        node: NodeId,
+        op: Op,
+        reason: String,
+    },
 }
 
 impl Error {

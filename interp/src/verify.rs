@@ -43,7 +43,14 @@ pub fn verify(g: &Graph) -> Result<Verified> {
     for id in g.ids() {
         let info = verify_node(g, &infos, id)?;
         if info.numel() > MAX_ELEMENTS {
-            return Err(err(g, id, format!("value of shape {:?} has more than {MAX_ELEMENTS} elements", info.shape)));
+            return Err(err(
+                g,
+                id,
+                format!(
+                    "value of shape {:?} has more than {MAX_ELEMENTS} elements",
+                    info.shape
+                ),
+            ));
         }
         infos.push(info);
     }
@@ -53,11 +60,19 @@ pub fn verify(g: &Graph) -> Result<Verified> {
 }
 
 fn err(g: &Graph, id: NodeId, reason: impl Into<String>) -> Error {
-    Error::Verify { node: id, op: g.node(id).op, reason: reason.into() }
+    Error::Verify {
+        node: id,
+        op: g.node(id).op,
+        reason: reason.into(),
+    }
 }
 
 fn void() -> Info {
-    Info { dtype: DType::Void, shape: vec![], device: None }
+    Info {
+        dtype: DType::Void,
+        shape: vec![],
+        device: None,
+    }
 }
 
 /// The storage a view reads or writes: BUFFER/PARAM (directly or through AFTER), under
@@ -111,7 +126,11 @@ fn verify_node(g: &Graph, infos: &[Info], id: NodeId) -> Result<Info> {
         } else {
             Err(e(format!(
                 "takes {} source(s), got {}",
-                if want.start() == want.end() { want.start().to_string() } else { format!("{}..{}", want.start(), want.end()) },
+                if want.start() == want.end() {
+                    want.start().to_string()
+                } else {
+                    format!("{}..{}", want.start(), want.end())
+                },
                 n.src.len()
             )))
         }
@@ -135,33 +154,49 @@ fn verify_node(g: &Graph, infos: &[Info], id: NodeId) -> Result<Info> {
     Ok(match n.op {
         Op::BUFFER | Op::PARAM => {
             arity(0..=0)?;
-            let Arg::Buffer { size, device, .. } = &n.arg else { return Err(bad_arg()) };
+            let Arg::Buffer { size, device, .. } = &n.arg else {
+                return Err(bad_arg());
+            };
             if n.dtype == DType::Void {
                 return Err(e("a buffer needs an element dtype".into()));
             }
             if *size > MAX_ELEMENTS {
-                return Err(e(format!("buffer of {size} elements is over the limit of {MAX_ELEMENTS}")));
+                return Err(e(format!(
+                    "buffer of {size} elements is over the limit of {MAX_ELEMENTS}"
+                )));
             }
             if let DeviceSpec::Multi(ds) = device {
                 check_device_tuple(ds).map_err(e)?;
             }
-            Info { dtype: n.dtype, shape: vec![*size], device: Some(device.clone()) }
+            Info {
+                dtype: n.dtype,
+                shape: vec![*size],
+                device: Some(device.clone()),
+            }
         }
         Op::CONST => {
             arity(0..=0)?;
-            let Arg::Const(bits) = n.arg else { return Err(bad_arg()) };
+            let Arg::Const(bits) = n.arg else {
+                return Err(bad_arg());
+            };
             if n.dtype == DType::Void {
                 return Err(e("a constant needs a dtype".into()));
             }
             if n.dtype.bits() < 64 && bits >> n.dtype.bits() != 0 {
                 return Err(e(format!("constant bits {bits:#x} do not fit {}", n.dtype)));
             }
-            Info { dtype: n.dtype, shape: vec![], device: None }
+            Info {
+                dtype: n.dtype,
+                shape: vec![],
+                device: None,
+            }
         }
         Op::COPY => {
             arity(1..=1)?;
             not_void(0)?;
-            let Arg::Device(target) = &n.arg else { return Err(bad_arg()) };
+            let Arg::Device(target) = &n.arg else {
+                return Err(bad_arg());
+            };
             dtype_is(src[0].dtype)?;
             if let DeviceSpec::Multi(ds) = target {
                 check_device_tuple(ds).map_err(e)?;
@@ -183,7 +218,11 @@ fn verify_node(g: &Graph, infos: &[Info], id: NodeId) -> Result<Info> {
                 }
                 _ => {}
             }
-            Info { dtype: n.dtype, shape: s.shape.clone(), device: Some(target.clone()) }
+            Info {
+                dtype: n.dtype,
+                shape: s.shape.clone(),
+                device: Some(target.clone()),
+            }
         }
         Op::STORE => {
             arity(2..=2)?;
@@ -201,14 +240,21 @@ fn verify_node(g: &Graph, infos: &[Info], id: NodeId) -> Result<Info> {
                 return Err(e(format!("STORE of {} into a {} target", v.dtype, t.dtype)));
             }
             if t.shape != v.shape {
-                return Err(e(format!("STORE of shape {:?} into a target of shape {:?}", v.shape, t.shape)));
+                return Err(e(format!(
+                    "STORE of shape {:?} into a target of shape {:?}",
+                    v.shape, t.shape
+                )));
             }
             match (&t.device, &v.device) {
                 (Some(DeviceSpec::Multi(a)), Some(DeviceSpec::Multi(b))) if a != b => {
                     return Err(e("STORE between different device tuples".into()))
                 }
-                (Some(DeviceSpec::Multi(_)), Some(DeviceSpec::Single(_))) | (Some(DeviceSpec::Single(_)), Some(DeviceSpec::Multi(_))) => {
-                    return Err(e("STORE between a multi-device and a single-device value (COPY first)".into()))
+                (Some(DeviceSpec::Multi(_)), Some(DeviceSpec::Single(_)))
+                | (Some(DeviceSpec::Single(_)), Some(DeviceSpec::Multi(_))) => {
+                    return Err(e(
+                        "STORE between a multi-device and a single-device value (COPY first)"
+                            .into(),
+                    ))
                 }
                 _ => {}
             }
@@ -250,17 +296,28 @@ fn verify_node(g: &Graph, infos: &[Info], id: NodeId) -> Result<Info> {
         Op::MSELECT => {
             arity(1..=1)?;
             dtype_is(src[0].dtype)?;
-            let Arg::Index(i) = n.arg else { return Err(bad_arg()) };
+            let Arg::Index(i) = n.arg else {
+                return Err(bad_arg());
+            };
             let Some(DeviceSpec::Multi(ds)) = &src[0].device else {
                 return Err(e("MSELECT needs a multi-device value".into()));
             };
             let Some(d) = ds.get(i) else {
-                return Err(e(format!("MSELECT index {i} out of range for {} devices", ds.len())));
+                return Err(e(format!(
+                    "MSELECT index {i} out of range for {} devices",
+                    ds.len()
+                )));
             };
             if g.node(n.src[0]).op == Op::UNSHARD {
-                return Err(e("MSELECT of an UNSHARD value; select from the sharded value instead".into()));
+                return Err(e(
+                    "MSELECT of an UNSHARD value; select from the sharded value instead".into(),
+                ));
             }
-            Info { dtype: n.dtype, shape: src[0].shape.clone(), device: Some(DeviceSpec::Single(*d)) }
+            Info {
+                dtype: n.dtype,
+                shape: src[0].shape.clone(),
+                device: Some(DeviceSpec::Single(*d)),
+            }
         }
         Op::MSTACK => {
             arity(1..=usize::MAX)?;
@@ -268,19 +325,32 @@ fn verify_node(g: &Graph, infos: &[Info], id: NodeId) -> Result<Info> {
             for (i, s) in src.iter().enumerate() {
                 match &s.device {
                     Some(DeviceSpec::Single(d)) => devs.push(*d),
-                    _ => return Err(e(format!("MSTACK source {i} must be a single-device value"))),
+                    _ => {
+                        return Err(e(format!(
+                            "MSTACK source {i} must be a single-device value"
+                        )))
+                    }
                 }
                 if s.shape != src[0].shape || s.dtype != n.dtype {
-                    return Err(e(format!("MSTACK source {i} has {} {:?}, expected {} {:?}", s.dtype, s.shape, n.dtype, src[0].shape)));
+                    return Err(e(format!(
+                        "MSTACK source {i} has {} {:?}, expected {} {:?}",
+                        s.dtype, s.shape, n.dtype, src[0].shape
+                    )));
                 }
             }
             check_device_tuple(&devs).map_err(e)?;
-            Info { dtype: n.dtype, shape: src[0].shape.clone(), device: Some(DeviceSpec::Multi(devs)) }
+            Info {
+                dtype: n.dtype,
+                shape: src[0].shape.clone(),
+                device: Some(DeviceSpec::Multi(devs)),
+            }
         }
         Op::UNSHARD => {
             arity(1..=1)?;
             dtype_is(src[0].dtype)?;
-            let Arg::Axis(axis) = n.arg else { return Err(bad_arg()) };
+            let Arg::Axis(axis) = n.arg else {
+                return Err(bad_arg());
+            };
             let Some(DeviceSpec::Multi(ds)) = &src[0].device else {
                 return Err(e("UNSHARD needs a multi-device value".into()));
             };
@@ -289,15 +359,26 @@ fn verify_node(g: &Graph, infos: &[Info], id: NodeId) -> Result<Info> {
             }
             let mut shape = src[0].shape.clone();
             let Some(dim) = shape.get_mut(axis) else {
-                return Err(e(format!("UNSHARD axis {axis} out of range for shape {:?}", src[0].shape)));
+                return Err(e(format!(
+                    "UNSHARD axis {axis} out of range for shape {:?}",
+                    src[0].shape
+                )));
             };
-            *dim = dim.checked_mul(ds.len()).ok_or_else(|| e("shape overflow".into()))?;
-            Info { dtype: n.dtype, shape, device: src[0].device.clone() }
+            *dim = dim
+                .checked_mul(ds.len())
+                .ok_or_else(|| e("shape overflow".into()))?;
+            Info {
+                dtype: n.dtype,
+                shape,
+                device: src[0].device.clone(),
+            }
         }
         Op::ALLREDUCE => {
             arity(1..=1)?;
             dtype_is(src[0].dtype)?;
-            let Arg::AllReduce { op, devices } = &n.arg else { return Err(bad_arg()) };
+            let Arg::AllReduce { op, devices } = &n.arg else {
+                return Err(bad_arg());
+            };
             if !op.is_reduce_op() {
                 return Err(e(format!("ALLREDUCE op must be ADD, MUL or MAX, got {op}")));
             }
@@ -305,7 +386,11 @@ fn verify_node(g: &Graph, infos: &[Info], id: NodeId) -> Result<Info> {
                 return Err(e(format!(
                     "ALLREDUCE over {} but its source lives on {}",
                     DeviceSpec::Multi(devices.clone()),
-                    src[0].device.as_ref().map(|d| d.to_string()).unwrap_or_else(|| "no device".into())
+                    src[0]
+                        .device
+                        .as_ref()
+                        .map(|d| d.to_string())
+                        .unwrap_or_else(|| "no device".into())
                 )));
             }
             if g.node(n.src[0]).op == Op::UNSHARD {
@@ -318,23 +403,38 @@ fn verify_node(g: &Graph, infos: &[Info], id: NodeId) -> Result<Info> {
             not_void(0)?;
             dtype_is(src[0].dtype)?;
             if g.node(n.src[0]).op == Op::UNSHARD {
-                return Err(e("movement of an UNSHARD value is not supported; move the shards".into()));
+                return Err(e(
+                    "movement of an UNSHARD value is not supported; move the shards".into(),
+                ));
             }
             let shape = movement_shape(op, &n.arg, &src[0].shape).map_err(e)?;
-            Info { dtype: n.dtype, shape, device: src[0].device.clone() }
+            Info {
+                dtype: n.dtype,
+                shape,
+                device: src[0].device.clone(),
+            }
         }
         Op::REDUCE => {
             arity(1..=1)?;
             not_void(0)?;
             dtype_is(src[0].dtype)?;
-            let Arg::Reduce { op, axes } = n.arg else { return Err(bad_arg()) };
+            let Arg::Reduce { op, axes } = n.arg else {
+                return Err(bad_arg());
+            };
             if !op.is_reduce_op() {
                 return Err(e(format!("REDUCE op must be ADD, MUL or MAX, got {op}")));
             }
             if axes > src[0].shape.len() {
-                return Err(e(format!("REDUCE of the first {axes} axes of a {}-d value", src[0].shape.len())));
+                return Err(e(format!(
+                    "REDUCE of the first {axes} axes of a {}-d value",
+                    src[0].shape.len()
+                )));
             }
-            Info { dtype: n.dtype, shape: src[0].shape[axes..].to_vec(), device: src[0].device.clone() }
+            Info {
+                dtype: n.dtype,
+                shape: src[0].shape[axes..].to_vec(),
+                device: src[0].device.clone(),
+            }
         }
         Op::CAST => {
             arity(1..=1)?;
@@ -342,16 +442,30 @@ fn verify_node(g: &Graph, infos: &[Info], id: NodeId) -> Result<Info> {
             if n.dtype == DType::Void {
                 return Err(e("CAST to void".into()));
             }
-            Info { dtype: n.dtype, shape: src[0].shape.clone(), device: src[0].device.clone() }
+            Info {
+                dtype: n.dtype,
+                shape: src[0].shape.clone(),
+                device: src[0].device.clone(),
+            }
         }
         Op::BITCAST => {
             arity(1..=1)?;
             not_void(0)?;
             let (from, to) = (src[0].dtype, n.dtype);
-            if from.bits() != to.bits() || from == DType::Bool || to == DType::Bool || to == DType::Void {
-                return Err(e(format!("BITCAST from {from} to {to}: widths must match (and bool cannot be bitcast)")));
+            if from.bits() != to.bits()
+                || from == DType::Bool
+                || to == DType::Bool
+                || to == DType::Void
+            {
+                return Err(e(format!(
+                    "BITCAST from {from} to {to}: widths must match (and bool cannot be bitcast)"
+                )));
             }
-            Info { dtype: n.dtype, shape: src[0].shape.clone(), device: src[0].device.clone() }
+            Info {
+                dtype: n.dtype,
+                shape: src[0].shape.clone(),
+                device: src[0].device.clone(),
+            }
         }
         op if op.is_alu() => verify_alu(g, id, &src)?,
         op => return Err(e(format!("{op} is not valid in a tensor graph"))),
@@ -366,7 +480,10 @@ fn check_device_tuple(ds: &[crate::ir::Device]) -> Result<(), String> {
     sorted.sort();
     sorted.dedup();
     if sorted.len() != ds.len() {
-        return Err(format!("device tuple {} names a device twice", DeviceSpec::Multi(ds.to_vec())));
+        return Err(format!(
+            "device tuple {} names a device twice",
+            DeviceSpec::Multi(ds.to_vec())
+        ));
     }
     Ok(())
 }
@@ -393,26 +510,48 @@ fn verify_alu(g: &Graph, id: NodeId, src: &[&Info]) -> Result<Info> {
     let operands: &[&Info] = if n.op == Op::WHERE { &src[1..] } else { src };
     let dt = operands[0].dtype;
     if let Some((i, s)) = operands.iter().enumerate().find(|(_, s)| s.dtype != dt) {
-        return Err(e(format!("operand dtypes differ: {dt} and {} (operand {i}); CAST first", s.dtype)));
+        return Err(e(format!(
+            "operand dtypes differ: {dt} and {} (operand {i}); CAST first",
+            s.dtype
+        )));
     }
     if n.op == Op::WHERE && src[0].dtype != DType::Bool {
-        return Err(e(format!("WHERE condition must be bool, got {}", src[0].dtype)));
+        return Err(e(format!(
+            "WHERE condition must be bool, got {}",
+            src[0].dtype
+        )));
     }
-    let result = if n.op.is_comparison() { DType::Bool } else { dt };
+    let result = if n.op.is_comparison() {
+        DType::Bool
+    } else {
+        dt
+    };
     if n.dtype != result {
         return Err(e(format!("result dtype must be {result}, got {}", n.dtype)));
     }
-    let float_only = matches!(n.op, Op::EXP2 | Op::LOG2 | Op::SIN | Op::SQRT | Op::RECIPROCAL | Op::FDIV | Op::POW);
-    let int_only = matches!(n.op, Op::CDIV | Op::CMOD | Op::FLOORDIV | Op::FLOORMOD | Op::SHL | Op::SHR);
+    let float_only = matches!(
+        n.op,
+        Op::EXP2 | Op::LOG2 | Op::SIN | Op::SQRT | Op::RECIPROCAL | Op::FDIV | Op::POW
+    );
+    let int_only = matches!(
+        n.op,
+        Op::CDIV | Op::CMOD | Op::FLOORDIV | Op::FLOORMOD | Op::SHL | Op::SHR
+    );
     let int_or_bool = matches!(n.op, Op::AND | Op::OR | Op::XOR);
     if float_only && !dt.is_float() {
-        return Err(e(format!("{} needs a float dtype, got {dt} (CAST first)", n.op)));
+        return Err(e(format!(
+            "{} needs a float dtype, got {dt} (CAST first)",
+            n.op
+        )));
     }
     if int_only && !dt.is_int() {
         return Err(e(format!("{} needs an integer dtype, got {dt}", n.op)));
     }
     if int_or_bool && dt.is_float() {
-        return Err(e(format!("{} needs an integer or bool dtype, got {dt}", n.op)));
+        return Err(e(format!(
+            "{} needs an integer or bool dtype, got {dt}",
+            n.op
+        )));
     }
     if n.op == Op::MULACC && dt == DType::Bool {
         return Err(e("MULACC on bool".into()));
@@ -423,14 +562,20 @@ fn verify_alu(g: &Graph, id: NodeId, src: &[&Info]) -> Result<Info> {
     for (i, s) in src.iter().enumerate() {
         if !s.shape.is_empty() {
             if !shape.is_empty() && shape != s.shape {
-                return Err(e(format!("operand shapes differ: {:?} and {:?} (operand {i})", shape, s.shape)));
+                return Err(e(format!(
+                    "operand shapes differ: {:?} and {:?} (operand {i})",
+                    shape, s.shape
+                )));
             }
             shape = s.shape.clone();
         }
         if !same_device(&device, &s.device) {
             return Err(e(format!(
                 "operands live on different devices: {} and {} (COPY first)",
-                device.as_ref().map(|d: &DeviceSpec| d.to_string()).unwrap_or_default(),
+                device
+                    .as_ref()
+                    .map(|d: &DeviceSpec| d.to_string())
+                    .unwrap_or_default(),
                 s.device.as_ref().map(|d| d.to_string()).unwrap_or_default()
             )));
         }
@@ -440,10 +585,18 @@ fn verify_alu(g: &Graph, id: NodeId, src: &[&Info]) -> Result<Info> {
     }
     for (i, &s) in n.src.iter().enumerate() {
         if g.node(s).op == Op::UNSHARD {
-            return Err(err(g, id, format!("operand {i} is an UNSHARD value; compute on the shards")));
+            return Err(err(
+                g,
+                id,
+                format!("operand {i} is an UNSHARD value; compute on the shards"),
+            ));
         }
     }
-    Ok(Info { dtype: n.dtype, shape, device })
+    Ok(Info {
+        dtype: n.dtype,
+        shape,
+        device,
+    })
 }
 
 /// The output shape of a movement op, or why its argument does not fit `shape`.
@@ -453,7 +606,9 @@ pub fn movement_shape(op: Op, arg: &Arg, shape: &[usize]) -> Result<Vec<usize>, 
         (Op::RESHAPE, Arg::Shape(new)) => {
             let (a, b) = (numel(shape), numel(new));
             if a.is_none() || a != b {
-                return Err(format!("RESHAPE from {shape:?} to {new:?} changes the number of elements"));
+                return Err(format!(
+                    "RESHAPE from {shape:?} to {new:?} changes the number of elements"
+                ));
             }
             Ok(new.clone())
         }
@@ -466,18 +621,28 @@ pub fn movement_shape(op: Op, arg: &Arg, shape: &[usize]) -> Result<Vec<usize>, 
         }
         (Op::PERMUTE, Arg::Perm(p)) => {
             let mut seen = vec![false; shape.len()];
-            if p.len() != shape.len() || p.iter().any(|&i| i >= shape.len() || std::mem::replace(&mut seen[i], true)) {
-                return Err(format!("PERMUTE {p:?} is not a permutation of {} axes", shape.len()));
+            if p.len() != shape.len()
+                || p.iter()
+                    .any(|&i| i >= shape.len() || std::mem::replace(&mut seen[i], true))
+            {
+                return Err(format!(
+                    "PERMUTE {p:?} is not a permutation of {} axes",
+                    shape.len()
+                ));
             }
             Ok(p.iter().map(|&i| shape[i]).collect())
         }
         (Op::PAD, Arg::Window { offsets, sizes }) => {
             if offsets.len() != shape.len() || sizes.len() != shape.len() {
-                return Err(format!("PAD needs one (offset, new_size) per axis of {shape:?}"));
+                return Err(format!(
+                    "PAD needs one (offset, new_size) per axis of {shape:?}"
+                ));
             }
             for (ax, ((&o, &s), &d)) in offsets.iter().zip(sizes).zip(shape).enumerate() {
                 if o.checked_add(d).is_none_or(|end| end > s) {
-                    return Err(format!("PAD axis {ax}: offset {o} + size {d} does not fit in new size {s}"));
+                    return Err(format!(
+                        "PAD axis {ax}: offset {o} + size {d} does not fit in new size {s}"
+                    ));
                 }
             }
             if numel(sizes).is_none() {
@@ -487,11 +652,15 @@ pub fn movement_shape(op: Op, arg: &Arg, shape: &[usize]) -> Result<Vec<usize>, 
         }
         (Op::SHRINK, Arg::Window { offsets, sizes }) => {
             if offsets.len() != shape.len() || sizes.len() != shape.len() {
-                return Err(format!("SHRINK needs one (offset, size) per axis of {shape:?}"));
+                return Err(format!(
+                    "SHRINK needs one (offset, size) per axis of {shape:?}"
+                ));
             }
             for (ax, ((&o, &s), &d)) in offsets.iter().zip(sizes).zip(shape).enumerate() {
                 if o.checked_add(s).is_none_or(|end| end > d) {
-                    return Err(format!("SHRINK axis {ax}: window [{o}, {o}+{s}) is outside size {d}"));
+                    return Err(format!(
+                        "SHRINK axis {ax}: window [{o}, {o}+{s}) is outside size {d}"
+                    ));
                 }
             }
             Ok(sizes.clone())
@@ -515,7 +684,11 @@ fn check_unshard_consumers(g: &Graph) -> Result<()> {
             continue;
         }
         if n.src.iter().any(|&s| g.node(s).op == Op::UNSHARD) {
-            return Err(err(g, id, "an UNSHARD value may only be consumed by COPY to one device"));
+            return Err(err(
+                g,
+                id,
+                "an UNSHARD value may only be consumed by COPY to one device",
+            ));
         }
     }
     Ok(())

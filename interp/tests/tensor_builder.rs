@@ -42,8 +42,16 @@ fn check_graph(ctx: &Ctx) {
     verify::verify(&g).unwrap();
     for id in g.ids() {
         let t = ctx.tensor_of(id, None).unwrap();
-        assert_eq!(t.storage_identity(), verify::storage_identity(&g, id), "node {id}");
-        assert_eq!(t.is_storage_view(), verify::storage_view(&g, id).is_some(), "node {id}");
+        assert_eq!(
+            t.storage_identity(),
+            verify::storage_identity(&g, id),
+            "node {id}"
+        );
+        assert_eq!(
+            t.is_storage_view(),
+            verify::storage_view(&g, id).is_some(),
+            "node {id}"
+        );
     }
 }
 
@@ -106,7 +114,10 @@ fn expand_middle_axis_uses_reshape_expand_permute() {
 #[test]
 fn sum_over_axes_of_arange() {
     let ctx = Ctx::new();
-    let a = Tensor::arange(&ctx, 6, DType::Int32, CPU).unwrap().reshape(&[2, 3]).unwrap();
+    let a = Tensor::arange(&ctx, 6, DType::Int32, CPU)
+        .unwrap()
+        .reshape(&[2, 3])
+        .unwrap();
     assert_eq!(val(&a.sum(&[1]).unwrap()), vec![3, 12]);
     assert_eq!(val(&a.sum(&[0]).unwrap()), vec![3, 5, 7]);
     let k = a.sum_keepdim(&[1]).unwrap();
@@ -164,7 +175,10 @@ fn elementwise_minimum_maximum_and_compares() {
     assert_eq!(val(&a.ne(&b).unwrap()), vec![1, 1, 0, 1]);
     let c = a.lt(0).unwrap();
     assert_eq!(c.dtype(), DType::Bool);
-    assert_eq!(val(&c.where_(a.neg().unwrap(), &a).unwrap()), vec![1, 7, 5, 0]);
+    assert_eq!(
+        val(&c.where_(a.neg().unwrap(), &a).unwrap()),
+        vec![1, 7, 5, 0]
+    );
     assert_eq!(val(&c.neg().unwrap()), vec![1, 0, 1, 1]);
     assert_eq!(val(&c.where_(1, 0).unwrap()), vec![0, 1, 0, 0]);
     let f = Tensor::from_f64s(&ctx, &[3], DType::Float32, CPU, &[1.5, -2.0, 0.0]).unwrap();
@@ -211,19 +225,48 @@ fn div_double_rounds_fdiv_does_not() {
     let c = x.cast(DType::Int32).unwrap();
     assert_eq!(val(&c), vec![10, 7]);
     let bits = x.bitcast(DType::UInt32).unwrap();
-    assert_eq!(val(&bits), vec![10f32.to_bits() as i128, 7f32.to_bits() as i128]);
+    assert_eq!(
+        val(&bits),
+        vec![10f32.to_bits() as i128, 7f32.to_bits() as i128]
+    );
     let r = Tensor::from_f64s(&ctx, &[3], DType::Float32, CPU, &[16.0, 2.25, -2.75]).unwrap();
-    assert_eq!(floats(&r.shrink_axis(0, 0, 2).unwrap().sqrt().unwrap()), vec![4.0, 1.5]);
+    assert_eq!(
+        floats(&r.shrink_axis(0, 0, 2).unwrap().sqrt().unwrap()),
+        vec![4.0, 1.5]
+    );
     assert_eq!(floats(&r.trunc().unwrap()), vec![16.0, 2.0, -2.0]);
-    assert_eq!(floats(&r.neg().unwrap().reciprocal().unwrap().shrink_axis(0, 0, 1).unwrap()), vec![-0.0625]);
-    assert_eq!(floats(&Tensor::full(&ctx, &[2], DType::Float32, 8.0).unwrap().log2().unwrap()), vec![3.0, 3.0]);
+    assert_eq!(
+        floats(
+            &r.neg()
+                .unwrap()
+                .reciprocal()
+                .unwrap()
+                .shrink_axis(0, 0, 1)
+                .unwrap()
+        ),
+        vec![-0.0625]
+    );
+    assert_eq!(
+        floats(
+            &Tensor::full(&ctx, &[2], DType::Float32, 8.0)
+                .unwrap()
+                .log2()
+                .unwrap()
+        ),
+        vec![3.0, 3.0]
+    );
     assert_eq!(floats(&x.pow(2.0).unwrap()), vec![100.0, 49.0]);
 }
 
 #[test]
 fn pad_shrink_flip() {
     let ctx = Ctx::new();
-    let a = Tensor::arange(&ctx, 6, DType::Int32, CPU).unwrap().add(1).unwrap().reshape(&[2, 3]).unwrap();
+    let a = Tensor::arange(&ctx, 6, DType::Int32, CPU)
+        .unwrap()
+        .add(1)
+        .unwrap()
+        .reshape(&[2, 3])
+        .unwrap();
     let p = a.pad(&[(1, 0), (0, 2)]).unwrap();
     assert_eq!(p.shape(), vec![3, 5]);
     assert_eq!(val(&p), vec![0, 0, 0, 0, 0, 1, 2, 3, 0, 0, 4, 5, 6, 0, 0]);
@@ -233,7 +276,16 @@ fn pad_shrink_flip() {
     assert_eq!(val(&a.flip(&[1]).unwrap()), vec![3, 2, 1, 6, 5, 4]);
     assert_eq!(val(&a.flip(&[0, 1]).unwrap()), vec![6, 5, 4, 3, 2, 1]);
     assert_eq!(val(&a.permute(&[1, 0]).unwrap()), vec![1, 4, 2, 5, 3, 6]);
-    assert_eq!(val(&a.transpose(0, 1).unwrap().unsqueeze(0).unwrap().flatten().unwrap()), vec![1, 4, 2, 5, 3, 6]);
+    assert_eq!(
+        val(&a
+            .transpose(0, 1)
+            .unwrap()
+            .unsqueeze(0)
+            .unwrap()
+            .flatten()
+            .unwrap()),
+        vec![1, 4, 2, 5, 3, 6]
+    );
     // No-op movement adds no node.
     let n = ctx.len();
     a.pad(&[(0, 0), (0, 0)]).unwrap();
@@ -276,8 +328,12 @@ fn war_handle_taken_before_assign_reads_old_value() {
     let old = a.clone();
     let r = old.add(1).unwrap();
     a.assign(5).unwrap();
-    let vs: Vec<Vec<i128>> =
-        ctx.evaluate(&[&old, &r, &a]).unwrap().iter().map(|v| uopkit_interp::tensor::value_ints(v).remove(0)).collect();
+    let vs: Vec<Vec<i128>> = ctx
+        .evaluate(&[&old, &r, &a])
+        .unwrap()
+        .iter()
+        .map(|v| uopkit_interp::tensor::value_ints(v).remove(0))
+        .collect();
     assert_eq!(vs, vec![vec![1, 2, 3], vec![2, 3, 4], vec![5, 5, 5]]);
     // The stale handle sees the write once asked for the latest contents.
     assert_eq!(val(&old.latest().unwrap()), vec![5, 5, 5]);
@@ -316,11 +372,16 @@ fn assign_to_a_view_of_a_zero_buffer() {
     // The same on a 2-d view through assign_view.
     let mut m = Tensor::empty(&ctx, &[2, 3], DType::Int32, CPU).unwrap();
     m.assign(0).unwrap();
-    m.assign_view(|t| t.shrink_axis(1, 1, 2)?.flip(&[0]), ints(&ctx, &[2, 1], &[5, 6])).unwrap();
+    m.assign_view(
+        |t| t.shrink_axis(1, 1, 2)?.flip(&[0]),
+        ints(&ctx, &[2, 1], &[5, 6]),
+    )
+    .unwrap();
     assert_eq!(val(&m), vec![0, 6, 0, 0, 5, 0]);
     // A view that is not of the target's storage is refused.
     let other = ints(&ctx, &[2, 3], &[0; 6]);
-    assert!(reason(m.assign_view(|_| Ok(other.clone()), 1).unwrap_err()).contains("not a view of the target's storage"));
+    assert!(reason(m.assign_view(|_| Ok(other.clone()), 1).unwrap_err())
+        .contains("not a view of the target's storage"));
     check_graph(&ctx);
 }
 
@@ -330,7 +391,8 @@ fn assign_to_a_computed_value_initializes_storage() {
     // zeros() is a CONST (no storage): a slice assign makes fresh storage holding it.
     let mut z = Tensor::zeros(&ctx, &[8], DType::Int32).unwrap();
     assert!(!z.is_storage_view());
-    z.assign_slice(&[(2, 6)], ints(&ctx, &[4], &[0, 1, 2, 3])).unwrap();
+    z.assign_slice(&[(2, 6)], ints(&ctx, &[4], &[0, 1, 2, 3]))
+        .unwrap();
     assert!(z.is_storage_view());
     assert_eq!(z.device(), Some(DeviceSpec::Single(CPU)));
     assert_eq!(val(&z), vec![0, 0, 0, 1, 2, 3, 0, 0]);
@@ -354,7 +416,10 @@ fn cross_device_assign_keeps_the_target_buffer() {
     dst.assign(&src).unwrap();
     assert_eq!(dst.device(), Some(DeviceSpec::Single(cpu(1))));
     assert_eq!(dst.storage_identity(), Some(buf));
-    assert_eq!(ctx.with_graph(|g| verify::storage_identity(g, dst.id())), Some(buf));
+    assert_eq!(
+        ctx.with_graph(|g| verify::storage_identity(g, dst.id())),
+        Some(buf)
+    );
     assert_eq!(val(&dst), vec![4, 5, 6]);
     // A STORE into another device's buffer is the copy: no COPY, no CONTIGUOUS.
     assert_eq!(count(&ctx, Op::COPY), 0);
@@ -398,22 +463,43 @@ fn devs(n: u32) -> Vec<Device> {
 #[test]
 fn shard_then_sum_over_the_sharded_axis_allreduces() {
     let ctx = Ctx::new();
-    let x = Tensor::arange(&ctx, 8, DType::Int32, CPU).unwrap().reshape(&[4, 2]).unwrap();
+    let x = Tensor::arange(&ctx, 8, DType::Int32, CPU)
+        .unwrap()
+        .reshape(&[4, 2])
+        .unwrap();
     let s = x.shard(&devs(4), Some(0)).unwrap();
     assert_eq!(s.shape(), vec![4, 2]);
     assert_eq!(s.local_shape(), vec![1, 2]);
-    assert_eq!(s.sharding(), Some(Sharding { devices: devs(4), axis: Some(0) }));
+    assert_eq!(
+        s.sharding(),
+        Some(Sharding {
+            devices: devs(4),
+            axis: Some(0)
+        })
+    );
     let t = s.sum(&[0]).unwrap();
-    assert_eq!(t.sharding(), Some(Sharding { devices: devs(4), axis: None }));
+    assert_eq!(
+        t.sharding(),
+        Some(Sharding {
+            devices: devs(4),
+            axis: None
+        })
+    );
     assert_eq!(comps(&t), vec![vec![12, 16]; 4]);
     assert_eq!(count(&ctx, Op::ALLREDUCE), 1);
     assert_eq!(count(&ctx, Op::MSTACK), 1);
     // The sharded value itself: one row per device.
-    assert_eq!(comps(&s), vec![vec![0, 1], vec![2, 3], vec![4, 5], vec![6, 7]]);
+    assert_eq!(
+        comps(&s),
+        vec![vec![0, 1], vec![2, 3], vec![4, 5], vec![6, 7]]
+    );
     // max, min (as a MAX allreduce of the negation) and prod.
     assert_eq!(comps(&s.max(&[0]).unwrap()), vec![vec![6, 7]; 4]);
     assert_eq!(comps(&s.min(&[0, 1]).unwrap()), vec![vec![0]; 4]);
-    assert_eq!(comps(&s.add(1).unwrap().prod(&[0]).unwrap()), vec![vec![105, 384]; 4]);
+    assert_eq!(
+        comps(&s.add(1).unwrap().prod(&[0]).unwrap()),
+        vec![vec![105, 384]; 4]
+    );
     ctx.with_graph(|g| {
         for id in g.ids() {
             if let uopkit_interp::ir::Arg::AllReduce { op, .. } = &g.node(id).arg {
@@ -429,7 +515,10 @@ fn shard_then_sum_over_the_sharded_axis_allreduces() {
 #[test]
 fn reduce_over_another_axis_stays_sharded() {
     let ctx = Ctx::new();
-    let x = Tensor::arange(&ctx, 8, DType::Int32, CPU).unwrap().reshape(&[4, 2]).unwrap();
+    let x = Tensor::arange(&ctx, 8, DType::Int32, CPU)
+        .unwrap()
+        .reshape(&[4, 2])
+        .unwrap();
     let s = x.shard(&devs(2), Some(0)).unwrap();
     let r = s.sum(&[1]).unwrap();
     assert_eq!(r.sharding().unwrap().axis, Some(0));
@@ -447,7 +536,10 @@ fn reduce_over_another_axis_stays_sharded() {
 #[test]
 fn shard_gather_round_trip() {
     let ctx = Ctx::new();
-    let x = Tensor::arange(&ctx, 12, DType::Int32, CPU).unwrap().reshape(&[2, 6]).unwrap();
+    let x = Tensor::arange(&ctx, 12, DType::Int32, CPU)
+        .unwrap()
+        .reshape(&[2, 6])
+        .unwrap();
     let want: Vec<i128> = (0..12).collect();
     for axis in [Some(0), Some(1), None] {
         let n = if axis == Some(0) { 2 } else { 3 };
@@ -464,15 +556,23 @@ fn shard_gather_round_trip() {
 #[test]
 fn elementwise_and_movement_on_sharded_tensors() {
     let ctx = Ctx::new();
-    let x = Tensor::arange(&ctx, 8, DType::Int32, CPU).unwrap().reshape(&[4, 2]).unwrap();
+    let x = Tensor::arange(&ctx, 8, DType::Int32, CPU)
+        .unwrap()
+        .reshape(&[4, 2])
+        .unwrap();
     let s = x.shard(&devs(2), Some(0)).unwrap();
     // sharded * literal + replicated row (broadcast, then cut into the same shards).
     let row = ints(&ctx, &[2], &[100, 200]).shard(&devs(2), None).unwrap();
     let y = s.mul(2).unwrap().add(&row).unwrap();
     assert_eq!(y.sharding().unwrap().axis, Some(0));
-    assert_eq!(val(&y.to(CPU).unwrap()), vec![100, 202, 104, 206, 108, 210, 112, 214]);
+    assert_eq!(
+        val(&y.to(CPU).unwrap()),
+        vec![100, 202, 104, 206, 108, 210, 112, 214]
+    );
     // A device-less constant operand broadcasts too.
-    let z = s.add(Tensor::full(&ctx, &[4, 2], DType::Int32, 1).unwrap()).unwrap();
+    let z = s
+        .add(Tensor::full(&ctx, &[4, 2], DType::Int32, 1).unwrap())
+        .unwrap();
     assert_eq!(val(&z.to(CPU).unwrap()), (1..=8).collect::<Vec<i128>>());
     // permute remaps the sharded axis; reshape keeping it intact is fine.
     let p = s.permute(&[1, 0]).unwrap();
@@ -481,10 +581,20 @@ fn elementwise_and_movement_on_sharded_tensors() {
     let r = s.reshape(&[4, 1, 2]).unwrap();
     assert_eq!(r.sharding().unwrap().axis, Some(0));
     assert_eq!(r.local_shape(), vec![2, 1, 2]);
-    let e = s.reshape(&[4, 2, 1]).unwrap().expand(&[3, 4, 2, 5]).unwrap();
+    let e = s
+        .reshape(&[4, 2, 1])
+        .unwrap()
+        .expand(&[3, 4, 2, 5])
+        .unwrap();
     assert_eq!(e.sharding().unwrap().axis, Some(1));
     assert_eq!(e.to(CPU).unwrap().shape(), vec![3, 4, 2, 5]);
-    let sh = s.shrink_axis(1, 1, 2).unwrap().flip(&[1]).unwrap().pad(&[(0, 0), (1, 0)]).unwrap();
+    let sh = s
+        .shrink_axis(1, 1, 2)
+        .unwrap()
+        .flip(&[1])
+        .unwrap()
+        .pad(&[(0, 0), (1, 0)])
+        .unwrap();
     assert_eq!(val(&sh.to(CPU).unwrap()), vec![0, 1, 0, 3, 0, 5, 0, 7]);
     // Cross-shard movement is refused.
     assert!(reason(s.reshape(&[8]).unwrap_err()).contains("sharded axis"));
@@ -501,7 +611,10 @@ fn assign_into_sharded_storage() {
     let ctx = Ctx::new();
     let mut b = Tensor::empty_multi(&ctx, &[4, 2], DType::Int32, &devs(2), Some(0)).unwrap();
     assert_eq!(b.local_shape(), vec![2, 2]);
-    let x = Tensor::arange(&ctx, 8, DType::Int32, CPU).unwrap().reshape(&[4, 2]).unwrap();
+    let x = Tensor::arange(&ctx, 8, DType::Int32, CPU)
+        .unwrap()
+        .reshape(&[4, 2])
+        .unwrap();
     b.assign(x.shard(&devs(2), Some(0)).unwrap()).unwrap();
     assert_eq!(val(&b.to(CPU).unwrap()), (0..8).collect::<Vec<i128>>());
     b.assign_slice(&[(0, 4), (1, 2)], 9).unwrap();
@@ -528,7 +641,10 @@ fn errors_name_the_reason_and_leave_the_graph_unchanged() {
     let ctx = Ctx::new();
     let x = Tensor::arange(&ctx, 7, DType::Int32, CPU).unwrap();
     let e = fails(&ctx, || x.shard(&devs(3), Some(0)));
-    assert!(e.contains("cannot shard axis 0 of size 7 evenly over 3 devices"), "{e}");
+    assert!(
+        e.contains("cannot shard axis 0 of size 7 evenly over 3 devices"),
+        "{e}"
+    );
     assert!(fails(&ctx, || x.shard(&devs(3), Some(1))).contains("cannot shard axis 1"));
     let a = ints(&ctx, &[2, 3], &[0; 6]);
     let b = ints(&ctx, &[4], &[0; 4]);
@@ -552,8 +668,22 @@ fn errors_name_the_reason_and_leave_the_graph_unchanged() {
     let other = Tensor::from_i64s(&ctx, &[2, 3], DType::Int32, cpu(1), &[0; 6]).unwrap();
     assert!(fails(&ctx, || a.add(&other)).contains("different devices"));
     // Bad data.
-    assert!(fails(&ctx, || Tensor::from_i64s(&ctx, &[2], DType::Int8, CPU, &[1, 300])).contains("does not fit int8"));
-    assert!(fails(&ctx, || Tensor::from_i64s(&ctx, &[3], DType::Int8, CPU, &[1, 3])).contains("2 elements of data"));
+    assert!(fails(&ctx, || Tensor::from_i64s(
+        &ctx,
+        &[2],
+        DType::Int8,
+        CPU,
+        &[1, 300]
+    ))
+    .contains("does not fit int8"));
+    assert!(fails(&ctx, || Tensor::from_i64s(
+        &ctx,
+        &[3],
+        DType::Int8,
+        CPU,
+        &[1, 3]
+    ))
+    .contains("2 elements of data"));
     // Storage rules.
     let mut m = Tensor::empty_multi(&ctx, &[3], DType::Int32, &devs(3), Some(0)).unwrap();
     let single = ints(&ctx, &[3], &[1, 2, 3]);
@@ -574,7 +704,11 @@ fn a_long_chain_builds_and_evaluates() {
     for _ in 0..5000 {
         x = x.add(1).unwrap();
     }
-    assert!(start.elapsed().as_secs() < 20, "building took {:?}", start.elapsed());
+    assert!(
+        start.elapsed().as_secs() < 20,
+        "building took {:?}",
+        start.elapsed()
+    );
     assert_eq!(val(&x), vec![5000, 5001, 5002, 5003]);
 }
 
@@ -588,7 +722,11 @@ fn many_assigns_build_and_evaluate() {
         a.assign_slice(&[(i % 4, i % 4 + 1)], &v).unwrap();
     }
     eprintln!("1000 assigns: {:?}", start.elapsed());
-    assert!(start.elapsed().as_secs() < 20, "building took {:?}", start.elapsed());
+    assert!(
+        start.elapsed().as_secs() < 20,
+        "building took {:?}",
+        start.elapsed()
+    );
     assert_eq!(val(&a), vec![250; 4]);
     // The builder's storage bookkeeping on a shorter chain (the verifier's own
     // storage_identity is quadratic in the chain length).
@@ -596,7 +734,13 @@ fn many_assigns_build_and_evaluate() {
     let mut a = ints(&ctx, &[4], &[0; 4]);
     let mut stale = a.clone();
     for i in 0..60 {
-        let v = stale.latest().unwrap().shrink_axis(0, i % 4, i % 4 + 1).unwrap().mul(2).unwrap();
+        let v = stale
+            .latest()
+            .unwrap()
+            .shrink_axis(0, i % 4, i % 4 + 1)
+            .unwrap()
+            .mul(2)
+            .unwrap();
         if i % 3 == 0 {
             stale = a.detach().unwrap();
         }
@@ -604,5 +748,4 @@ fn many_assigns_build_and_evaluate() {
     }
     assert_eq!(val(&a), vec![0; 4]);
     check_graph(&ctx);
-
 }

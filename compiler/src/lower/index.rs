@@ -5,6 +5,9 @@
 
 use uopkit_interp::ir::{Arg, DType, Graph, Node, NodeId, Op};
 
+use crate::rewrite::engine::{rewrite, RewriteOpts, RuleSet};
+use crate::rewrite::symbolic::symbolic;
+
 #[derive(Default)]
 pub struct IndexGraph {
     pub graph: Graph,
@@ -22,7 +25,12 @@ fn strides(shape: &[usize]) -> Vec<usize> {
 
 impl IndexGraph {
     fn add(&mut self, op: Op, dtype: DType, src: Vec<NodeId>, arg: Arg) -> NodeId {
-        self.graph.add(Node { op, dtype, src, arg })
+        self.graph.add(Node {
+            op,
+            dtype,
+            src,
+            arg,
+        })
     }
 
     pub fn konst(&mut self, dtype: DType, bits: u64) -> NodeId {
@@ -35,7 +43,12 @@ impl IndexGraph {
 
     fn const_value(&self, n: NodeId) -> Option<i64> {
         match self.graph.node(n) {
-            Node { op: Op::CONST, dtype: DType::Int64, arg: Arg::Const(b), .. } => Some(*b as i64),
+            Node {
+                op: Op::CONST,
+                dtype: DType::Int64,
+                arg: Arg::Const(b),
+                ..
+            } => Some(*b as i64),
             _ => None,
         }
     }
@@ -48,7 +61,11 @@ impl IndexGraph {
 
     pub fn range_axis(&self, n: NodeId) -> Option<u32> {
         match self.graph.node(n) {
-            Node { op: Op::RANGE, arg: Arg::Index(a), .. } => Some(*a as u32),
+            Node {
+                op: Op::RANGE,
+                arg: Arg::Index(a),
+                ..
+            } => Some(*a as u32),
             _ => None,
         }
     }
@@ -112,9 +129,17 @@ impl IndexGraph {
 
     /// Maps an index of a movement op's output back to the index of its input (`in_shape`),
     /// and the condition under which it is not padding.
-    pub fn move_back(&mut self, op: Op, arg: &Arg, in_shape: &[usize], idx: &[NodeId]) -> (Vec<NodeId>, Option<NodeId>) {
+    pub fn move_back(
+        &mut self,
+        op: Op,
+        arg: &Arg,
+        in_shape: &[usize],
+        idx: &[NodeId],
+    ) -> (Vec<NodeId>, Option<NodeId>) {
         match (op, arg) {
-            (Op::RESHAPE, Arg::Shape(out_shape)) => (self.reshape_back(in_shape, out_shape, idx), None),
+            (Op::RESHAPE, Arg::Shape(out_shape)) => {
+                (self.reshape_back(in_shape, out_shape, idx), None)
+            }
             (Op::EXPAND, Arg::Shape(lead)) => (idx[lead.len()..].to_vec(), None),
             (Op::PERMUTE, Arg::Perm(p)) => {
                 let mut out = idx.to_vec();
@@ -169,12 +194,30 @@ impl IndexGraph {
 
     /// RESHAPE backwards: where only size-1 axes differ, map axes directly; otherwise go
     /// through the flat offset.
-    fn reshape_back(&mut self, in_shape: &[usize], out_shape: &[usize], idx: &[NodeId]) -> Vec<NodeId> {
+    fn reshape_back(
+        &mut self,
+        in_shape: &[usize],
+        out_shape: &[usize],
+        idx: &[NodeId],
+    ) -> Vec<NodeId> {
         let squeeze = |s: &[usize]| s.iter().copied().filter(|&d| d != 1).collect::<Vec<_>>();
         if squeeze(in_shape) == squeeze(out_shape) {
-            let mut kept = idx.iter().zip(out_shape).filter(|(_, &d)| d != 1).map(|(&i, _)| i);
+            let mut kept = idx
+                .iter()
+                .zip(out_shape)
+                .filter(|(_, &d)| d != 1)
+                .map(|(&i, _)| i);
             let zero = self.int(0);
-            return in_shape.iter().map(|&d| if d == 1 { zero } else { kept.next().unwrap_or(zero) }).collect();
+            return in_shape
+                .iter()
+                .map(|&d| {
+                    if d == 1 {
+                        zero
+                    } else {
+                        kept.next().unwrap_or(zero)
+                    }
+                })
+                .collect();
         }
         let out_st = strides(out_shape);
         let mut flat = self.int(0);
@@ -198,8 +241,11 @@ impl IndexGraph {
             .collect()
     }
 
-    /// Simplifies an expression with the compiler's symbolic rules.
+    /// Simplifies an expression with the compiler's symbolic rules (exact: see
+    /// `rewrite::symbolic`).
     pub fn simplify(&mut self, n: NodeId) -> NodeId {
-        n
+        static RULES: std::sync::OnceLock<RuleSet> = std::sync::OnceLock::new();
+        let rules = RULES.get_or_init(symbolic);
+        rewrite(&mut self.graph, &[n], rules, RewriteOpts::bottom_up()).roots[0]
     }
 }

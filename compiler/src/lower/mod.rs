@@ -28,7 +28,13 @@ pub struct LowerError {
 }
 
 /// Lowers one kernel. Returns the program and the buffers to pass, in param slot order.
-pub fn lower(name: &str, spec: &KernelSpec, buffers: &[BufferDecl], g: &Graph, ver: &Verified) -> Result<(Program, Vec<BufId>), LowerError> {
+pub fn lower(
+    name: &str,
+    spec: &KernelSpec,
+    buffers: &[BufferDecl],
+    g: &Graph,
+    ver: &Verified,
+) -> Result<(Program, Vec<BufId>), LowerError> {
     let mut args = vec![spec.target];
     for src in spec.leaves.values() {
         if !args.contains(&src.buffer) {
@@ -40,7 +46,11 @@ pub fn lower(name: &str, spec: &KernelSpec, buffers: &[BufferDecl], g: &Graph, v
         .enumerate()
         .map(|(i, b)| {
             let d = &buffers[b.0 as usize];
-            ParamDecl { dtype: d.dtype, size: d.size, written: i == 0 }
+            ParamDecl {
+                dtype: d.dtype,
+                size: d.size,
+                written: i == 0,
+            }
         })
         .collect();
     let mut l = Lowerer {
@@ -53,7 +63,11 @@ pub fn lower(name: &str, spec: &KernelSpec, buffers: &[BufferDecl], g: &Graph, v
         scopes: vec![BTreeMap::new()],
         ranges: BTreeMap::new(),
         next_axis: 0,
-        slot: args.iter().enumerate().map(|(i, b)| (*b, i as u32)).collect(),
+        slot: args
+            .iter()
+            .enumerate()
+            .map(|(i, b)| (*b, i as u32))
+            .collect(),
         params: BTreeMap::new(),
     };
     l.lower_kernel()?;
@@ -86,7 +100,10 @@ struct Lowerer<'a> {
 
 impl Lowerer<'_> {
     fn err(&self, node: NodeId, reason: impl Into<String>) -> LowerError {
-        LowerError { node, reason: reason.into() }
+        LowerError {
+            node,
+            reason: reason.into(),
+        }
     }
 
     fn lookup(&self, k: &Key) -> Option<InstId> {
@@ -122,7 +139,9 @@ impl Lowerer<'_> {
             let end = self.konst(DType::Int64, d as u64);
             let axis = self.next_axis;
             self.next_axis += 1;
-            let r = self.prog.push(Op::RANGE, DType::Int64, vec![end], KArg::Axis(axis));
+            let r = self
+                .prog
+                .push(Op::RANGE, DType::Int64, vec![end], KArg::Axis(axis));
             self.ranges.insert(axis, r);
             self.scopes.push(BTreeMap::new());
             vars.push(self.ix.range(axis, d));
@@ -143,7 +162,9 @@ impl Lowerer<'_> {
     fn lower_kernel(&mut self) -> Result<(), LowerError> {
         let spec = self.spec;
         for (i, p) in self.prog.params.clone().iter().enumerate() {
-            let id = self.prog.push(Op::PARAM, p.dtype, vec![], KArg::Param(i as u32));
+            let id = self
+                .prog
+                .push(Op::PARAM, p.dtype, vec![], KArg::Param(i as u32));
             self.params.insert(i as u32, id);
         }
         let size = self.buffers[spec.target.0 as usize].size;
@@ -158,17 +179,29 @@ impl Lowerer<'_> {
         let p = self.param(spec.target);
         let dtype = self.buffers[spec.target.0 as usize].dtype;
         let at = self.prog.push(Op::INDEX, dtype, vec![p, flat], KArg::None);
-        self.prog.push(Op::STORE, DType::Void, vec![at, v], KArg::None);
+        self.prog
+            .push(Op::STORE, DType::Void, vec![at, v], KArg::None);
         self.close_loops(&vars);
         Ok(())
     }
 
     /// Maps an index into the view `chain` (over a flat buffer of `size`) back to a flat
     /// buffer index, with the condition under which the element is not padding.
-    fn view_index(&mut self, size: usize, chain: &[Move], idx: &[NodeId], valid: Option<NodeId>) -> (NodeId, Option<NodeId>) {
+    fn view_index(
+        &mut self,
+        size: usize,
+        chain: &[Move],
+        idx: &[NodeId],
+        valid: Option<NodeId>,
+    ) -> (NodeId, Option<NodeId>) {
         let mut shapes = vec![vec![size]];
         for m in chain {
-            let next = uopkit_interp::verify::movement_shape(m.op, &m.arg, shapes.last().map_or(&[][..], |s| s)).unwrap_or_default();
+            let next = uopkit_interp::verify::movement_shape(
+                m.op,
+                &m.arg,
+                shapes.last().map_or(&[][..], |s| s),
+            )
+            .unwrap_or_default();
             shapes.push(next);
         }
         let mut idx = idx.to_vec();
@@ -178,7 +211,12 @@ impl Lowerer<'_> {
             idx = i;
             valid = self.ix.and(valid, v);
         }
-        (idx.first().copied().unwrap_or_else(|| self.ix.konst(DType::Int64, 0)), valid)
+        (
+            idx.first()
+                .copied()
+                .unwrap_or_else(|| self.ix.konst(DType::Int64, 0)),
+            valid,
+        )
     }
 
     /// Emits an index-graph expression (after simplification) as instructions.
@@ -206,7 +244,12 @@ impl Lowerer<'_> {
     }
 
     /// The value of graph node `n` at index `idx`; `valid` gates loads (padding).
-    fn value(&mut self, n: NodeId, idx: &[NodeId], valid: Option<NodeId>) -> Result<InstId, LowerError> {
+    fn value(
+        &mut self,
+        n: NodeId,
+        idx: &[NodeId],
+        valid: Option<NodeId>,
+    ) -> Result<InstId, LowerError> {
         let key = Key::Value(n, idx.to_vec(), valid);
         if let Some(v) = self.lookup(&key) {
             return Ok(v);
@@ -218,19 +261,24 @@ impl Lowerer<'_> {
             let (flat, gate) = self.view_index(size, &src.chain, idx, valid);
             let flat = self.emit_index(flat);
             let p = self.param(src.buffer);
-            let at = self.prog.push(Op::INDEX, info.dtype, vec![p, flat], KArg::None);
+            let at = self
+                .prog
+                .push(Op::INDEX, info.dtype, vec![p, flat], KArg::None);
             match gate {
                 None => self.prog.push(Op::LOAD, info.dtype, vec![at], KArg::None),
                 Some(gate) => {
                     let gate = self.emit_index(gate);
                     let alt = self.konst(info.dtype, 0);
-                    self.prog.push(Op::LOAD, info.dtype, vec![at, alt, gate], KArg::None)
+                    self.prog
+                        .push(Op::LOAD, info.dtype, vec![at, alt, gate], KArg::None)
                 }
             }
         } else {
             match node.op {
                 Op::CONST => {
-                    let Arg::Const(bits) = node.arg else { return Err(self.err(n, "CONST without a value")) };
+                    let Arg::Const(bits) = node.arg else {
+                        return Err(self.err(n, "CONST without a value"));
+                    };
                     self.konst(node.dtype, bits)
                 }
                 Op::DETACH | Op::CONTIGUOUS => self.value(node.src[0], idx, valid)?,
@@ -242,7 +290,11 @@ impl Lowerer<'_> {
                     let mut srcs = vec![];
                     for &s in &node.src {
                         let scalar = self.ver.info(s).shape.is_empty();
-                        srcs.push(if scalar { self.value(s, &[], valid)? } else { self.value(s, idx, valid)? });
+                        srcs.push(if scalar {
+                            self.value(s, &[], valid)?
+                        } else {
+                            self.value(s, idx, valid)?
+                        });
                     }
                     self.prog.push(op, node.dtype, srcs, KArg::None)
                 }
@@ -257,12 +309,20 @@ impl Lowerer<'_> {
                             // Padding reads zero, whatever the padded expression computes.
                             let c = self.emit_index(pv);
                             let zero = self.konst(node.dtype, 0);
-                            self.prog.push(Op::WHERE, node.dtype, vec![c, x, zero], KArg::None)
+                            self.prog
+                                .push(Op::WHERE, node.dtype, vec![c, x, zero], KArg::None)
                         }
                     }
                 }
                 Op::REDUCE => self.reduce(n, idx, valid)?,
-                op => return Err(self.err(n, format!("{op} cannot be fused into a kernel (it should have been realized)"))),
+                op => {
+                    return Err(self.err(
+                        n,
+                        format!(
+                            "{op} cannot be fused into a kernel (it should have been realized)"
+                        ),
+                    ))
+                }
             }
         };
         self.remember(key, v);
@@ -271,23 +331,32 @@ impl Lowerer<'_> {
 
     /// A reduction: a register accumulator set to the identity, one loop per reduced axis
     /// (row-major, so the fold order is the oracle's), acc = op(acc, x).
-    fn reduce(&mut self, n: NodeId, idx: &[NodeId], valid: Option<NodeId>) -> Result<InstId, LowerError> {
+    fn reduce(
+        &mut self,
+        n: NodeId,
+        idx: &[NodeId],
+        valid: Option<NodeId>,
+    ) -> Result<InstId, LowerError> {
         let node = self.g.node(n).clone();
-        let Arg::Reduce { op, axes } = node.arg else { return Err(self.err(n, "REDUCE without an op")) };
+        let Arg::Reduce { op, axes } = node.arg else {
+            return Err(self.err(n, "REDUCE without an op"));
+        };
         let in_shape = self.ver.info(node.src[0]).shape.clone();
         let dt = node.dtype;
         let acc = self.prog.push(Op::BUFFER, dt, vec![], KArg::Reg(1));
         let zero = self.konst(DType::Int64, 0);
         let at = self.prog.push(Op::INDEX, dt, vec![acc, zero], KArg::None);
         let identity = self.konst(dt, reduce_identity(op, dt));
-        self.prog.push(Op::STORE, DType::Void, vec![at, identity], KArg::None);
+        self.prog
+            .push(Op::STORE, DType::Void, vec![at, identity], KArg::None);
         let vars = self.open_loops(&in_shape[..axes]);
         let full: Vec<NodeId> = vars.iter().chain(idx).copied().collect();
         let x = self.value(node.src[0], &full, valid)?;
         let at_in = self.prog.push(Op::INDEX, dt, vec![acc, zero], KArg::None);
         let cur = self.prog.push(Op::LOAD, dt, vec![at_in], KArg::None);
         let next = self.prog.push(op, dt, vec![cur, x], KArg::None);
-        self.prog.push(Op::STORE, DType::Void, vec![at_in, next], KArg::None);
+        self.prog
+            .push(Op::STORE, DType::Void, vec![at_in, next], KArg::None);
         self.close_loops(&vars);
         let at_out = self.prog.push(Op::INDEX, dt, vec![acc, zero], KArg::None);
         Ok(self.prog.push(Op::LOAD, dt, vec![at_out], KArg::None))

@@ -371,17 +371,34 @@ fn alu_expr(op: Op, dt: DType, a: &[String]) -> Result<String, String> {
                 Op::AND => format!("({t})({} & {})", x(0), x(1)),
                 Op::OR => format!("({t})({} | {})", x(0), x(1)),
                 Op::XOR => format!("({t})({} ^ {})", x(0), x(1)),
-                Op::CDIV => format!("({t})({} / {})", x(0), x(1)),
-                Op::CMOD => format!("({t})({} % {})", x(0), x(1)),
-                Op::FLOORDIV if signed => format!("uk_floordiv_i{bits}({}, {})", x(0), x(1)),
-                Op::FLOORMOD if signed => format!("uk_floormod_i{bits}({}, {})", x(0), x(1)),
-                // Unsigned: floor and truncation agree.
-                Op::FLOORDIV => format!("({t})({} / {})", x(0), x(1)),
-                Op::FLOORMOD => format!("({t})({} % {})", x(0), x(1)),
-                // The count has the operand dtype and is in [0, bits) (else UB, never run).
-                Op::SHL => format!("({t})(({u}){} << (int){})", x(0), x(1)),
-                // Signed: arithmetic (gcc and clang define >> on negative values so).
-                Op::SHR => format!("({t})({} >> (int){})", x(0), x(1)),
+                // Division, modulo and shifts are total here: lanes whose value is discarded
+                // (padding computes on gated loads) may hold operands that would trap, so
+                // those get 0. Values the oracle defines never take that branch.
+                Op::CDIV | Op::CMOD | Op::FLOORDIV | Op::FLOORMOD => {
+                    let (a, b) = (x(0), x(1));
+                    let ok = if signed {
+                        format!("({b} != 0 && !({b} == ({t})-1 && {a} == INT{bits}_MIN))")
+                    } else {
+                        format!("({b} != 0)")
+                    };
+                    let e = match (op, signed) {
+                        (Op::CDIV, _) | (Op::FLOORDIV, false) => format!("({t})({a} / {b})"),
+                        (Op::CMOD, _) | (Op::FLOORMOD, false) => format!("({t})({a} % {b})"),
+                        (Op::FLOORDIV, true) => format!("uk_floordiv_i{bits}({a}, {b})"),
+                        _ => format!("uk_floormod_i{bits}({a}, {b})"),
+                    };
+                    format!("{ok} ? {e} : ({t})0")
+                }
+                // Shifts: the count has the operand dtype; out of [0, bits) gives 0 (see above).
+                Op::SHL | Op::SHR => {
+                    let e = if op == Op::SHL {
+                        format!("({t})(({u}){} << (int){})", x(0), x(1))
+                    } else {
+                        // Signed: arithmetic (gcc and clang define >> on negative values so).
+                        format!("({t})({} >> (int){})", x(0), x(1))
+                    };
+                    format!("((uint64_t){} < {bits}u) ? {e} : ({t})0", x(1))
+                }
                 _ => return bad(),
             }
         }

@@ -52,7 +52,11 @@ pub struct BufferDecl {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Step {
     /// Run `program` on `device` with `args` as its params (slot order).
-    Kernel { device: Device, program: Program, args: Vec<BufId> },
+    Kernel {
+        device: Device,
+        program: Program,
+        args: Vec<BufId>,
+    },
     /// Copy all of `src` into `dst` (same dtype and size, different devices).
     Copy { dst: BufId, src: BufId },
 }
@@ -75,11 +79,17 @@ pub struct Schedule {
 
 impl Schedule {
     pub fn copies(&self) -> usize {
-        self.steps.iter().filter(|s| matches!(s, Step::Copy { .. })).count()
+        self.steps
+            .iter()
+            .filter(|s| matches!(s, Step::Copy { .. }))
+            .count()
     }
 
     pub fn kernels(&self) -> usize {
-        self.steps.iter().filter(|s| matches!(s, Step::Kernel { .. })).count()
+        self.steps
+            .iter()
+            .filter(|s| matches!(s, Step::Kernel { .. }))
+            .count()
     }
 
     /// (destination device, source device) of every COPY step, in order.
@@ -87,7 +97,10 @@ impl Schedule {
         self.steps
             .iter()
             .filter_map(|s| match s {
-                Step::Copy { dst, src } => Some((self.buffers[dst.0 as usize].device, self.buffers[src.0 as usize].device)),
+                Step::Copy { dst, src } => Some((
+                    self.buffers[dst.0 as usize].device,
+                    self.buffers[src.0 as usize].device,
+                )),
                 _ => None,
             })
             .collect()
@@ -99,9 +112,12 @@ impl Schedule {
         for s in &self.steps {
             let written: Vec<BufId> = match s {
                 Step::Copy { dst, .. } => vec![*dst],
-                Step::Kernel { program, args, .. } => {
-                    args.iter().zip(&program.params).filter(|(_, p)| p.written).map(|(b, _)| *b).collect()
-                }
+                Step::Kernel { program, args, .. } => args
+                    .iter()
+                    .zip(&program.params)
+                    .filter(|(_, p)| p.written)
+                    .map(|(b, _)| *b)
+                    .collect(),
             };
             for b in written {
                 if let BufferKind::Graph(n) = self.buffers[b.0 as usize].kind {
@@ -125,18 +141,31 @@ impl fmt::Display for Schedule {
                 BufferKind::Graph(n) => format!("graph {n}"),
                 BufferKind::Intermediate => "intermediate".to_string(),
             };
-            writeln!(f, "  b{i}: {}[{}] on {} ({kind}, storage s{})", b.dtype, b.size, b.device, b.storage)?;
+            writeln!(
+                f,
+                "  b{i}: {}[{}] on {} ({kind}, storage s{})",
+                b.dtype, b.size, b.device, b.storage
+            )?;
         }
         writeln!(f, "steps:")?;
         for (i, s) in self.steps.iter().enumerate() {
             match s {
-                Step::Kernel { device, program, args } => {
+                Step::Kernel {
+                    device,
+                    program,
+                    args,
+                } => {
                     let args: Vec<String> = args
                         .iter()
                         .zip(&program.params)
                         .map(|(b, p)| format!("{b}{}", if p.written { "(w)" } else { "" }))
                         .collect();
-                    writeln!(f, "  {i}: kernel {} on {device} ({})", program.name, args.join(", "))?;
+                    writeln!(
+                        f,
+                        "  {i}: kernel {} on {device} ({})",
+                        program.name,
+                        args.join(", ")
+                    )?;
                 }
                 Step::Copy { dst, src } => writeln!(
                     f,
@@ -148,7 +177,12 @@ impl fmt::Display for Schedule {
         writeln!(f, "outputs:")?;
         for (i, o) in self.outputs.iter().enumerate() {
             match o {
-                Some(o) => writeln!(f, "  {i}: {} via {} movement op(s)", o.buffer, o.chain.len())?,
+                Some(o) => writeln!(
+                    f,
+                    "  {i}: {} via {} movement op(s)",
+                    o.buffer,
+                    o.chain.len()
+                )?,
                 None => writeln!(f, "  {i}: effect")?,
             }
         }
@@ -166,7 +200,11 @@ pub struct ScheduleError {
 
 /// Schedules everything `roots` need: plans realizations, orders the steps, snapshots
 /// outputs that a later step overwrites, plans memory and lowers each kernel.
-pub fn schedule(g: &uopkit_interp::ir::Graph, ver: &uopkit_interp::verify::Verified, roots: &[NodeId]) -> Result<Schedule, ScheduleError> {
+pub fn schedule(
+    g: &uopkit_interp::ir::Graph,
+    ver: &uopkit_interp::verify::Verified,
+    roots: &[NodeId],
+) -> Result<Schedule, ScheduleError> {
     use realize::{Planned, Planner};
     use std::collections::BTreeSet;
 
@@ -190,8 +228,15 @@ pub fn schedule(g: &uopkit_interp::ir::Graph, ver: &uopkit_interp::verify::Verif
             continue;
         };
         let is_final = finals.get(&src.buffer).is_none_or(|t| *t == src.tag);
-        let src = if is_final { src.clone() } else { p.snapshot(r, src.clone()) };
-        out_views.push(Some(OutputView { buffer: src.buffer, chain: src.chain }));
+        let src = if is_final {
+            src.clone()
+        } else {
+            p.snapshot(r, src.clone())
+        };
+        out_views.push(Some(OutputView {
+            buffer: src.buffer,
+            chain: src.chain,
+        }));
     }
     let run_order = order::order(&p.steps)?;
     let mut buffers = p.buffers.clone();
@@ -208,13 +253,27 @@ pub fn schedule(g: &uopkit_interp::ir::Graph, ver: &uopkit_interp::verify::Verif
     let mut steps = vec![];
     for (k, s) in ordered.iter().enumerate() {
         steps.push(match &s.what {
-            Planned::Copy { dst, src } => Step::Copy { dst: *dst, src: *src },
+            Planned::Copy { dst, src } => Step::Copy {
+                dst: *dst,
+                src: *src,
+            },
             Planned::Kernel(spec) => {
                 let (program, args) = crate::lower::lower(&format!("k{k}"), spec, &buffers, g, ver)
-                    .map_err(|e| ScheduleError { node: e.node, reason: e.reason })?;
-                Step::Kernel { device: spec.device, program, args }
+                    .map_err(|e| ScheduleError {
+                        node: e.node,
+                        reason: e.reason,
+                    })?;
+                Step::Kernel {
+                    device: spec.device,
+                    program,
+                    args,
+                }
             }
         });
     }
-    Ok(Schedule { buffers, steps, outputs: out_views })
+    Ok(Schedule {
+        buffers,
+        steps,
+        outputs: out_views,
+    })
 }

@@ -2,8 +2,8 @@
 //! (read-after-write), and a step that overwrites a version runs after every reader of that
 //! version (write-after-read). Ties keep planning order, so the result is deterministic.
 
-use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
 use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
 
 use uopkit_interp::ir::NodeId;
 
@@ -49,7 +49,10 @@ pub fn order(steps: &[PlannedStep]) -> Result<Vec<usize>, ScheduleError> {
             succ[a].push(b);
         }
     }
-    let mut ready: BinaryHeap<Reverse<usize>> = (0..steps.len()).filter(|&i| indegree[i] == 0).map(Reverse).collect();
+    let mut ready: BinaryHeap<Reverse<usize>> = (0..steps.len())
+        .filter(|&i| indegree[i] == 0)
+        .map(Reverse)
+        .collect();
     let mut out = Vec::with_capacity(steps.len());
     while let Some(Reverse(i)) = ready.pop() {
         out.push(i);

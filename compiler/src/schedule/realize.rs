@@ -80,7 +80,10 @@ pub struct Planner<'a> {
 }
 
 fn err(node: NodeId, reason: impl Into<String>) -> ScheduleError {
-    ScheduleError { node, reason: reason.into() }
+    ScheduleError {
+        node,
+        reason: reason.into(),
+    }
 }
 
 /// The device a kernel computing a value of this device spec runs on.
@@ -88,7 +91,10 @@ fn single_device(node: NodeId, d: Option<&DeviceSpec>) -> Result<Device, Schedul
     match d {
         None => Ok(Device::CPU),
         Some(DeviceSpec::Single(d)) => Ok(*d),
-        Some(DeviceSpec::Multi(_)) => Err(err(node, "multi-device values are not scheduled yet (issue 5)")),
+        Some(DeviceSpec::Multi(_)) => Err(err(
+            node,
+            "multi-device values are not scheduled yet (issue 5)",
+        )),
     }
 }
 
@@ -109,7 +115,13 @@ impl<'a> Planner<'a> {
 
     fn new_buffer(&mut self, dtype: DType, size: usize, device: Device, kind: BufferKind) -> BufId {
         let id = BufId(self.buffers.len() as u32);
-        self.buffers.push(BufferDecl { dtype, size, device, kind, storage: id.0 });
+        self.buffers.push(BufferDecl {
+            dtype,
+            size,
+            device,
+            kind,
+            storage: id.0,
+        });
         id
     }
 
@@ -136,7 +148,11 @@ impl<'a> Planner<'a> {
         }
         let node = self.g.node(n).clone();
         let src = match node.op {
-            Op::BUFFER => Src { buffer: self.graph_buffer(n)?, tag: Tag::Initial, chain: vec![] },
+            Op::BUFFER => Src {
+                buffer: self.graph_buffer(n)?,
+                tag: Tag::Initial,
+                chain: vec![],
+            },
             Op::AFTER => {
                 self.run_effects(&node.src[1..])?;
                 match storage_view(self.g, node.src[0]) {
@@ -147,7 +163,11 @@ impl<'a> Planner<'a> {
                         let (buf, version, chain) = self.versions.root(n)?.clone();
                         let buffer = self.graph_buffer(buf)?;
                         let tag = version.map_or(Tag::Initial, Tag::Store);
-                        Src { buffer, tag, chain: chain.iter().map(|&m| self.move_of(m)).collect() }
+                        Src {
+                            buffer,
+                            tag,
+                            chain: chain.iter().map(|&m| self.move_of(m)).collect(),
+                        }
                     }
                     None => self.value(node.src[0])?,
                 }
@@ -158,8 +178,20 @@ impl<'a> Planner<'a> {
                 let to = single_device(n, info.device.as_ref())?;
                 let from = self.whole_buffer(node.src[0])?;
                 let dst = self.new_buffer(info.dtype, info.numel(), to, BufferKind::Intermediate);
-                let made = self.push(Planned::Copy { dst, src: from.buffer }, vec![(from.buffer, from.tag)], dst, Tag::Initial);
-                Src { buffer: dst, tag: made, chain: vec![reshape(&info.shape)] }
+                let made = self.push(
+                    Planned::Copy {
+                        dst,
+                        src: from.buffer,
+                    },
+                    vec![(from.buffer, from.tag)],
+                    dst,
+                    Tag::Initial,
+                );
+                Src {
+                    buffer: dst,
+                    tag: made,
+                    chain: vec![reshape(&info.shape)],
+                }
             }
             op if op.is_movement() && self.is_storage_view(n) => {
                 let mut s = self.value(node.src[0])?;
@@ -179,7 +211,10 @@ impl<'a> Planner<'a> {
 
     fn move_of(&self, m: NodeId) -> Move {
         let node = self.g.node(m);
-        Move { op: node.op, arg: node.arg.clone() }
+        Move {
+            op: node.op,
+            arg: node.arg.clone(),
+        }
     }
 
     /// The value of `n` as one whole flat buffer (for COPY, which copies whole buffers).
@@ -203,7 +238,11 @@ impl<'a> Planner<'a> {
         let target = self.new_buffer(info.dtype, info.numel(), device, BufferKind::Intermediate);
         let chain = vec![reshape(&info.shape)];
         let made = self.kernel(n, device, target, Tag::Initial, chain.clone())?;
-        Ok(Src { buffer: target, tag: made, chain })
+        Ok(Src {
+            buffer: target,
+            tag: made,
+            chain,
+        })
     }
 
     /// Copies `src` (the value of `n`, a version that a later step overwrites) into a fresh
@@ -214,19 +253,43 @@ impl<'a> Planner<'a> {
         let target = self.new_buffer(info.dtype, info.numel(), device, BufferKind::Intermediate);
         let chain = vec![reshape(&info.shape)];
         let reads = vec![(src.buffer, src.tag)];
-        let spec = KernelSpec { device, target, target_chain: chain.clone(), value: n, leaves: BTreeMap::from([(n, src)]) };
+        let spec = KernelSpec {
+            device,
+            target,
+            target_chain: chain.clone(),
+            value: n,
+            leaves: BTreeMap::from([(n, src)]),
+        };
         let made = self.push(Planned::Kernel(spec), reads, target, Tag::Initial);
-        Src { buffer: target, tag: made, chain }
+        Src {
+            buffer: target,
+            tag: made,
+            chain,
+        }
     }
 
     /// Plans a kernel storing the value of `value` into `target` (seen through `chain`).
-    fn kernel(&mut self, value: NodeId, device: Device, target: BufId, prev: Tag, chain: Vec<Move>) -> Result<Tag, ScheduleError> {
+    fn kernel(
+        &mut self,
+        value: NodeId,
+        device: Device,
+        target: BufId,
+        prev: Tag,
+        chain: Vec<Move>,
+    ) -> Result<Tag, ScheduleError> {
         let mut leaves = BTreeMap::new();
         self.collect_leaves(value, false, true, &mut leaves)?;
-        let mut reads: Vec<(BufId, Tag)> = leaves.values().map(|s: &Src| (s.buffer, s.tag)).collect();
+        let mut reads: Vec<(BufId, Tag)> =
+            leaves.values().map(|s: &Src| (s.buffer, s.tag)).collect();
         reads.sort();
         reads.dedup();
-        let spec = KernelSpec { device, target, target_chain: chain, value, leaves };
+        let spec = KernelSpec {
+            device,
+            target,
+            target_chain: chain,
+            value,
+            leaves,
+        };
         Ok(self.push(Planned::Kernel(spec), reads, target, prev))
     }
 
@@ -234,14 +297,24 @@ impl<'a> Planner<'a> {
         let made = match &what {
             Planned::Kernel(_) | Planned::Copy { .. } => Tag::Made(self.steps.len()),
         };
-        self.steps.push(PlannedStep { what, reads, write: (target, prev, made) });
+        self.steps.push(PlannedStep {
+            what,
+            reads,
+            write: (target, prev, made),
+        });
         made
     }
 
     /// Finds the nodes of a kernel's expression that are read from buffers. `moved` says
     /// whether a movement op lies between the kernel root and `n` (a reduction under one is
     /// realized on its own rather than recomputed per element).
-    fn collect_leaves(&mut self, n: NodeId, moved: bool, root: bool, out: &mut BTreeMap<NodeId, Src>) -> Result<(), ScheduleError> {
+    fn collect_leaves(
+        &mut self,
+        n: NodeId,
+        moved: bool,
+        root: bool,
+        out: &mut BTreeMap<NodeId, Src>,
+    ) -> Result<(), ScheduleError> {
         if out.contains_key(&n) {
             return Ok(());
         }
@@ -283,7 +356,8 @@ impl<'a> Planner<'a> {
         self.done_stores.insert(s, ());
         let node = self.g.node(s).clone();
         let (target, value) = (node.src[0], node.src[1]);
-        let (root, view) = storage_view(self.g, target).ok_or_else(|| err(s, "STORE target is not storage"))?;
+        let (root, view) =
+            storage_view(self.g, target).ok_or_else(|| err(s, "STORE target is not storage"))?;
         let base = self.value(root)?;
         let mut chain = base.chain.clone();
         chain.extend(view.iter().map(|&m| self.move_of(m)));
@@ -300,16 +374,50 @@ impl<'a> Planner<'a> {
             // A STORE into a buffer on another device is a COPY.
             let src = self.whole_buffer(value)?;
             if whole_target {
-                self.push(Planned::Copy { dst: buf, src: src.buffer }, vec![(src.buffer, src.tag)], buf, base.tag);
+                self.push(
+                    Planned::Copy {
+                        dst: buf,
+                        src: src.buffer,
+                    },
+                    vec![(src.buffer, src.tag)],
+                    buf,
+                    base.tag,
+                );
                 self.retag(buf, base.tag, new_tag);
                 return Ok(());
             }
             // Into a view: copy whole, then store the view on the target device.
-            let anon = self.new_buffer(vinfo.dtype, vinfo.numel(), decl.device, BufferKind::Intermediate);
-            let made = self.push(Planned::Copy { dst: anon, src: src.buffer }, vec![(src.buffer, src.tag)], anon, Tag::Initial);
+            let anon = self.new_buffer(
+                vinfo.dtype,
+                vinfo.numel(),
+                decl.device,
+                BufferKind::Intermediate,
+            );
+            let made = self.push(
+                Planned::Copy {
+                    dst: anon,
+                    src: src.buffer,
+                },
+                vec![(src.buffer, src.tag)],
+                anon,
+                Tag::Initial,
+            );
             let reads = vec![(anon, made)];
-            let leaves = BTreeMap::from([(value, Src { buffer: anon, tag: made, chain: vec![reshape(&vinfo.shape)] })]);
-            let spec = KernelSpec { device: decl.device, target: buf, target_chain: chain, value, leaves };
+            let leaves = BTreeMap::from([(
+                value,
+                Src {
+                    buffer: anon,
+                    tag: made,
+                    chain: vec![reshape(&vinfo.shape)],
+                },
+            )]);
+            let spec = KernelSpec {
+                device: decl.device,
+                target: buf,
+                target_chain: chain,
+                value,
+                leaves,
+            };
             self.push(Planned::Kernel(spec), reads, buf, base.tag);
             self.retag(buf, base.tag, new_tag);
             return Ok(());
@@ -322,8 +430,19 @@ impl<'a> Planner<'a> {
         if hazard {
             let tmp = self.materialize(value)?;
             let leaves = BTreeMap::from([(value, tmp.clone())]);
-            let spec = KernelSpec { device: decl.device, target: buf, target_chain: chain, value, leaves };
-            self.push(Planned::Kernel(spec), vec![(tmp.buffer, tmp.tag)], buf, base.tag);
+            let spec = KernelSpec {
+                device: decl.device,
+                target: buf,
+                target_chain: chain,
+                value,
+                leaves,
+            };
+            self.push(
+                Planned::Kernel(spec),
+                vec![(tmp.buffer, tmp.tag)],
+                buf,
+                base.tag,
+            );
         } else {
             self.kernel(value, decl.device, buf, base.tag, chain)?;
         }
@@ -343,7 +462,10 @@ impl<'a> Planner<'a> {
 
 /// A RESHAPE from a flat buffer to `shape`.
 pub fn reshape(shape: &[usize]) -> Move {
-    Move { op: Op::RESHAPE, arg: Arg::Shape(shape.to_vec()) }
+    Move {
+        op: Op::RESHAPE,
+        arg: Arg::Shape(shape.to_vec()),
+    }
 }
 
 /// The shape after applying `chain` to a flat buffer of `size` elements.

@@ -56,8 +56,20 @@ impl Evaluation {
 
 /// Evaluates everything `roots` depend on. `inputs` gives the initial contents of BUFFER
 /// nodes; a buffer missing from it starts uninitialized.
-pub fn evaluate(g: &Graph, ver: &Verified, inputs: &BTreeMap<NodeId, BufferInit>, roots: &[NodeId]) -> Result<Evaluation> {
-    let mut ev = Evaluator { g, ver, inputs, values: vec![None; g.len()], versions: Versions::default(), states: BTreeMap::new() };
+pub fn evaluate(
+    g: &Graph,
+    ver: &Verified,
+    inputs: &BTreeMap<NodeId, BufferInit>,
+    roots: &[NodeId],
+) -> Result<Evaluation> {
+    let mut ev = Evaluator {
+        g,
+        ver,
+        inputs,
+        values: vec![None; g.len()],
+        versions: Versions::default(),
+        states: BTreeMap::new(),
+    };
     for id in g.reachable(roots) {
         ev.eval_node(id)?;
     }
@@ -77,22 +89,40 @@ struct Evaluator<'a> {
 
 impl Evaluator<'_> {
     fn val(&self, id: NodeId) -> Result<Rc<Value>> {
-        self.values[id.index()].clone().ok_or_else(|| self.eval_err(id, "value needed before it was computed".into()))
+        self.values[id.index()]
+            .clone()
+            .ok_or_else(|| self.eval_err(id, "value needed before it was computed".into()))
     }
 
     fn eval_err(&self, id: NodeId, reason: String) -> Error {
-        Error::Eval { node: id, op: self.g.node(id).op, reason }
+        Error::Eval {
+            node: id,
+            op: self.g.node(id).op,
+            reason,
+        }
     }
 
     fn ub(&self, id: NodeId, element: usize, kind: Ub) -> Error {
-        Error::Ub { node: id, op: self.g.node(id).op, element, kind, origin: None }
+        Error::Ub {
+            node: id,
+            op: self.g.node(id).op,
+            element,
+            kind,
+            origin: None,
+        }
     }
 
     fn eval_node(&mut self, id: NodeId) -> Result<()> {
         let g = self.g;
         let n = g.node(id);
         let info = self.ver.info(id);
-        let value = |data: Data| Some(Value { dtype: info.dtype, shape: info.shape.clone(), data });
+        let value = |data: Data| {
+            Some(Value {
+                dtype: info.dtype,
+                shape: info.shape.clone(),
+                data,
+            })
+        };
         let v: Option<Value> = match n.op {
             Op::BUFFER => {
                 let state = self.initial_version(id)?;
@@ -100,10 +130,21 @@ impl Evaluator<'_> {
                 self.states.insert(id, (state, vec![]));
                 Some(v)
             }
-            Op::PARAM => return Err(self.eval_err(id, "PARAM outside a CALL body (inline CALLs first)".into())),
-            Op::CALL => return Err(self.eval_err(id, "CALL must be inlined before evaluation (ir::inline_calls)".into())),
+            Op::PARAM => {
+                return Err(
+                    self.eval_err(id, "PARAM outside a CALL body (inline CALLs first)".into())
+                )
+            }
+            Op::CALL => {
+                return Err(self.eval_err(
+                    id,
+                    "CALL must be inlined before evaluation (ir::inline_calls)".into(),
+                ))
+            }
             Op::CONST => {
-                let Arg::Const(bits) = n.arg else { return Err(self.eval_err(id, "CONST without a value".into())) };
+                let Arg::Const(bits) = n.arg else {
+                    return Err(self.eval_err(id, "CONST without a value".into()));
+                };
                 value(Data::Single(vec![Elem::Bits(bits)]))
             }
             Op::STORE => {
@@ -112,7 +153,11 @@ impl Evaluator<'_> {
             }
             Op::AFTER => match storage_view(g, n.src[0]) {
                 Some((root, chain)) => {
-                    let (base, inner) = self.states.get(&root).cloned().ok_or_else(|| self.eval_err(root, "storage not evaluated".into()))?;
+                    let (base, inner) = self
+                        .states
+                        .get(&root)
+                        .cloned()
+                        .ok_or_else(|| self.eval_err(root, "storage not evaluated".into()))?;
                     let state = self.versions.after(g, id, base, &n.src[1..])?;
                     let chain: Vec<NodeId> = inner.into_iter().chain(chain).collect();
                     let v = self.view_of(&state, &chain);
@@ -125,30 +170,44 @@ impl Evaluator<'_> {
             Op::CONTIGUOUS | Op::DETACH => Some((*self.val(n.src[0])?).clone()),
             Op::COPY => {
                 let x = self.val(n.src[0])?;
-                let Arg::Device(target) = &n.arg else { return Err(self.eval_err(id, "COPY without a device".into())) };
+                let Arg::Device(target) = &n.arg else {
+                    return Err(self.eval_err(id, "COPY without a device".into()));
+                };
                 let data = match (&x.data, target) {
-                    (Data::Single(d), DeviceSpec::Multi(ds)) => Data::Multi(vec![d.clone(); ds.len()]),
+                    (Data::Single(d), DeviceSpec::Multi(ds)) => {
+                        Data::Multi(vec![d.clone(); ds.len()])
+                    }
                     (data, _) => data.clone(),
                 };
                 value(data)
             }
             Op::MSELECT => {
                 let x = self.val(n.src[0])?;
-                let Arg::Index(i) = n.arg else { return Err(self.eval_err(id, "MSELECT without an index".into())) };
+                let Arg::Index(i) = n.arg else {
+                    return Err(self.eval_err(id, "MSELECT without an index".into()));
+                };
                 value(Data::Single(x.data.components()[i].clone()))
             }
             Op::MSTACK => {
-                let comps = n.src.iter().map(|&s| Ok(self.val(s)?.data.components()[0].clone())).collect::<Result<Vec<_>>>()?;
+                let comps = n
+                    .src
+                    .iter()
+                    .map(|&s| Ok(self.val(s)?.data.components()[0].clone()))
+                    .collect::<Result<Vec<_>>>()?;
                 value(Data::Multi(comps))
             }
             Op::UNSHARD => {
                 let x = self.val(n.src[0])?;
-                let Arg::Axis(axis) = n.arg else { return Err(self.eval_err(id, "UNSHARD without an axis".into())) };
+                let Arg::Axis(axis) = n.arg else {
+                    return Err(self.eval_err(id, "UNSHARD without an axis".into()));
+                };
                 value(Data::Single(concat(&x.shape, axis, x.data.components())))
             }
             Op::ALLREDUCE => {
                 let x = self.val(n.src[0])?;
-                let Arg::AllReduce { op, .. } = n.arg else { return Err(self.eval_err(id, "ALLREDUCE without an op".into())) };
+                let Arg::AllReduce { op, .. } = n.arg else {
+                    return Err(self.eval_err(id, "ALLREDUCE without an op".into()));
+                };
                 let comps = x.data.components();
                 let mut acc = comps[0].clone();
                 for c in &comps[1..] {
@@ -164,7 +223,9 @@ impl Evaluator<'_> {
             }
             Op::REDUCE => {
                 let x = self.val(n.src[0])?;
-                let Arg::Reduce { op, axes } = n.arg else { return Err(self.eval_err(id, "REDUCE without an op".into())) };
+                let Arg::Reduce { op, axes } = n.arg else {
+                    return Err(self.eval_err(id, "REDUCE without an op".into()));
+                };
                 let out_n: usize = info.shape.iter().product();
                 let red_n: usize = x.shape[..axes].iter().product();
                 let identity = reduce_identity(op, info.dtype);
@@ -173,7 +234,8 @@ impl Evaluator<'_> {
                         .map(|o| {
                             let mut acc = Elem::Bits(identity);
                             for r in 0..red_n {
-                                acc = alu_elem(op, info.dtype, &[acc, comp[r * out_n + o]]).map_err(|k| self.ub(id, o, k))?;
+                                acc = alu_elem(op, info.dtype, &[acc, comp[r * out_n + o]])
+                                    .map_err(|k| self.ub(id, o, k))?;
                             }
                             Ok(acc)
                         })
@@ -188,10 +250,14 @@ impl Evaluator<'_> {
                     comp.iter()
                         .enumerate()
                         .map(|(i, e)| match *e {
-                            Elem::Bits(b) if n.op == Op::CAST => scalar::cast(from, to, b).map(Elem::Bits).map_err(|k| self.ub(id, i, k)),
-                            Elem::Bits(b) => scalar::bitcast(from, to, b)
+                            Elem::Bits(b) if n.op == Op::CAST => scalar::cast(from, to, b)
                                 .map(Elem::Bits)
-                                .ok_or_else(|| self.eval_err(id, format!("cannot bitcast {from} to {to}"))),
+                                .map_err(|k| self.ub(id, i, k)),
+                            Elem::Bits(b) => {
+                                scalar::bitcast(from, to, b).map(Elem::Bits).ok_or_else(|| {
+                                    self.eval_err(id, format!("cannot bitcast {from} to {to}"))
+                                })
+                            }
                             poison => Ok(poison),
                         })
                         .collect::<Result<Vec<_>>>()
@@ -199,10 +265,16 @@ impl Evaluator<'_> {
                 value(data)
             }
             op if op.is_alu() => {
-                let srcs = n.src.iter().map(|&s| self.val(s)).collect::<Result<Vec<_>>>()?;
+                let srcs = n
+                    .src
+                    .iter()
+                    .map(|&s| self.val(s))
+                    .collect::<Result<Vec<_>>>()?;
                 Some(self.eval_alu(id, &srcs)?)
             }
-            op => return Err(self.eval_err(id, format!("{op} cannot be evaluated in a tensor graph"))),
+            op => {
+                return Err(self.eval_err(id, format!("{op} cannot be evaluated in a tensor graph")))
+            }
         };
         self.values[id.index()] = v.map(Rc::new);
         Ok(())
@@ -228,14 +300,35 @@ impl Evaluator<'_> {
                     .map(|c| {
                         c.iter()
                             .enumerate()
-                            .map(|(i, b)| b.map_or(Elem::Uninit { buffer: id, index: i }, Elem::Bits))
+                            .map(|(i, b)| {
+                                b.map_or(
+                                    Elem::Uninit {
+                                        buffer: id,
+                                        index: i,
+                                    },
+                                    Elem::Bits,
+                                )
+                            })
                             .collect()
                     })
                     .collect()
             }
-            None => (0..ncomp).map(|_| (0..size).map(|i| Elem::Uninit { buffer: id, index: i }).collect()).collect(),
+            None => (0..ncomp)
+                .map(|_| {
+                    (0..size)
+                        .map(|i| Elem::Uninit {
+                            buffer: id,
+                            index: i,
+                        })
+                        .collect()
+                })
+                .collect(),
         };
-        Ok(Version { buffer: id, made_by: None, comps: Rc::new(comps) })
+        Ok(Version {
+            buffer: id,
+            made_by: None,
+            comps: Rc::new(comps),
+        })
     }
 
     /// A buffer version seen through movement nodes (innermost first).
@@ -253,18 +346,30 @@ impl Evaluator<'_> {
         let n = self.g.node(m);
         let shape = crate::verify::movement_shape(n.op, &n.arg, &x.shape).unwrap_or_default();
         let zero = Elem::Bits(0);
-        let data = match x.data.map::<()>(|c| Ok(movement::apply(n.op, &n.arg, &x.shape, c, &zero))) {
+        let data = match x
+            .data
+            .map::<()>(|c| Ok(movement::apply(n.op, &n.arg, &x.shape, c, &zero)))
+        {
             Ok(d) => d,
             Err(()) => x.data.clone(),
         };
-        Value { dtype: x.dtype, shape, data }
+        Value {
+            dtype: x.dtype,
+            shape,
+            data,
+        }
     }
 
     fn eval_store(&mut self, id: NodeId) -> Result<()> {
         let g = self.g;
         let n = g.node(id);
-        let (root, chain) = storage_view(g, n.src[0]).ok_or_else(|| self.eval_err(id, "STORE target is not storage".into()))?;
-        let (base, inner) = self.states.get(&root).cloned().ok_or_else(|| self.eval_err(root, "storage not evaluated".into()))?;
+        let (root, chain) = storage_view(g, n.src[0])
+            .ok_or_else(|| self.eval_err(id, "STORE target is not storage".into()))?;
+        let (base, inner) = self
+            .states
+            .get(&root)
+            .cloned()
+            .ok_or_else(|| self.eval_err(root, "storage not evaluated".into()))?;
         let chain: Vec<NodeId> = inner.into_iter().chain(chain).collect();
         // Which buffer element each target element is: move the identity index list.
         let size = base.comps[0].len();
@@ -273,7 +378,8 @@ impl Evaluator<'_> {
         for &m in &chain {
             let mn = g.node(m);
             idx = movement::apply(mn.op, &mn.arg, &shape, &idx, &None);
-            shape = crate::verify::movement_shape(mn.op, &mn.arg, &shape).map_err(|r| self.eval_err(m, r))?;
+            shape = crate::verify::movement_shape(mn.op, &mn.arg, &shape)
+                .map_err(|r| self.eval_err(m, r))?;
         }
         let value = self.val(n.src[1])?;
         let scalar_value = value.shape.is_empty() && !shape.is_empty();
@@ -283,7 +389,11 @@ impl Evaluator<'_> {
             let src = match &value.data {
                 Data::Single(d) => d,
                 Data::Multi(ds) if ds.len() == ncomp => &ds[c],
-                Data::Multi(_) => return Err(self.eval_err(id, "STORE between values on different device tuples".into())),
+                Data::Multi(_) => {
+                    return Err(
+                        self.eval_err(id, "STORE between values on different device tuples".into())
+                    )
+                }
             };
             for (i, target) in idx.iter().enumerate() {
                 if let Some(t) = target {
@@ -298,19 +408,31 @@ impl Evaluator<'_> {
     fn eval_alu(&self, id: NodeId, srcs: &[Rc<Value>]) -> Result<Value> {
         let n = self.g.node(id);
         let info = self.ver.info(id);
-        let operand_dt = if n.op == Op::WHERE { srcs[1].dtype } else { srcs[0].dtype };
+        let operand_dt = if n.op == Op::WHERE {
+            srcs[1].dtype
+        } else {
+            srcs[0].dtype
+        };
         let numel: usize = info.shape.iter().product();
-        let ncomp = srcs.iter().map(|s| s.data.components().len()).max().unwrap_or(1);
+        let ncomp = srcs
+            .iter()
+            .map(|s| s.data.components().len())
+            .max()
+            .unwrap_or(1);
         let mut comps = Vec::with_capacity(ncomp);
         let mut operands = vec![Elem::Bits(0); srcs.len()];
         for c in 0..ncomp {
             let mut out = Vec::with_capacity(numel);
             for i in 0..numel {
                 for (k, s) in srcs.iter().enumerate() {
-                    let comp = &s.data.components()[if s.data.components().len() == 1 { 0 } else { c }];
+                    let comp =
+                        &s.data.components()[if s.data.components().len() == 1 { 0 } else { c }];
                     operands[k] = comp[if s.shape.is_empty() { 0 } else { i }];
                 }
-                out.push(alu_elem(n.op, operand_dt, &operands).map_err(|k| self.ub(id, c * numel + i, k))?);
+                out.push(
+                    alu_elem(n.op, operand_dt, &operands)
+                        .map_err(|k| self.ub(id, c * numel + i, k))?,
+                );
             }
             comps.push(out);
         }
@@ -319,7 +441,11 @@ impl Evaluator<'_> {
         } else {
             Data::Single(comps.pop().unwrap_or_default())
         };
-        Ok(Value { dtype: info.dtype, shape: info.shape.clone(), data })
+        Ok(Value {
+            dtype: info.dtype,
+            shape: info.shape.clone(),
+            data,
+        })
     }
 }
 
@@ -347,7 +473,11 @@ fn version_value(dtype: DType, state: &Version, device: Option<&DeviceSpec>) -> 
         Some(DeviceSpec::Multi(_)) => Data::Multi((*state.comps).clone()),
         _ => Data::Single(state.comps[0].clone()),
     };
-    Value { dtype, shape: vec![state.comps[0].len()], data }
+    Value {
+        dtype,
+        shape: vec![state.comps[0].len()],
+        data,
+    }
 }
 
 /// Concatenates per-device components of `shape` along `axis`.

@@ -63,7 +63,13 @@ pub fn apply<T: Clone>(op: Op, arg: &Arg, shape: &[usize], data: &[T], fill: &T)
                 |idx| {
                     Some(
                         (0..idx.len())
-                            .map(|ax| if flags[ax] { (shape[ax] - 1 - idx[ax]) * in_st[ax] } else { idx[ax] * in_st[ax] })
+                            .map(|ax| {
+                                if flags[ax] {
+                                    (shape[ax] - 1 - idx[ax]) * in_st[ax]
+                                } else {
+                                    idx[ax] * in_st[ax]
+                                }
+                            })
                             .sum(),
                     )
                 },
@@ -80,7 +86,12 @@ fn dot(a: &[usize], b: &[usize]) -> usize {
 
 /// Builds a value of `out_shape` whose element at multi-index `idx` is `data[src(idx)]`, or
 /// `fill` where `src` gives None.
-fn gather<T: Clone>(out_shape: &[usize], data: &[T], src: impl Fn(&[usize]) -> Option<usize>, fill: &T) -> Vec<T> {
+fn gather<T: Clone>(
+    out_shape: &[usize],
+    data: &[T],
+    src: impl Fn(&[usize]) -> Option<usize>,
+    fill: &T,
+) -> Vec<T> {
     let n: usize = out_shape.iter().product();
     let mut out = Vec::with_capacity(n);
     let mut idx = vec![0usize; out_shape.len()];
@@ -108,12 +119,30 @@ mod tests {
     fn permute_pad_shrink_flip() {
         // [[0,1,2],[3,4,5]]
         let d: Vec<i32> = (0..6).collect();
-        assert_eq!(apply(Op::PERMUTE, &Arg::Perm(vec![1, 0]), &[2, 3], &d, &-1), vec![0, 3, 1, 4, 2, 5]);
-        let pad = Arg::Window { offsets: vec![0, 1], sizes: vec![2, 5] };
-        assert_eq!(apply(Op::PAD, &pad, &[2, 3], &d, &-1), vec![-1, 0, 1, 2, -1, -1, 3, 4, 5, -1]);
-        let shr = Arg::Window { offsets: vec![1, 1], sizes: vec![1, 2] };
+        assert_eq!(
+            apply(Op::PERMUTE, &Arg::Perm(vec![1, 0]), &[2, 3], &d, &-1),
+            vec![0, 3, 1, 4, 2, 5]
+        );
+        let pad = Arg::Window {
+            offsets: vec![0, 1],
+            sizes: vec![2, 5],
+        };
+        assert_eq!(
+            apply(Op::PAD, &pad, &[2, 3], &d, &-1),
+            vec![-1, 0, 1, 2, -1, -1, 3, 4, 5, -1]
+        );
+        let shr = Arg::Window {
+            offsets: vec![1, 1],
+            sizes: vec![1, 2],
+        };
         assert_eq!(apply(Op::SHRINK, &shr, &[2, 3], &d, &-1), vec![4, 5]);
-        assert_eq!(apply(Op::FLIP, &Arg::Flip(vec![true, false]), &[2, 3], &d, &-1), vec![3, 4, 5, 0, 1, 2]);
-        assert_eq!(apply(Op::EXPAND, &Arg::Shape(vec![2]), &[3], &d[..3], &-1), vec![0, 1, 2, 0, 1, 2]);
+        assert_eq!(
+            apply(Op::FLIP, &Arg::Flip(vec![true, false]), &[2, 3], &d, &-1),
+            vec![3, 4, 5, 0, 1, 2]
+        );
+        assert_eq!(
+            apply(Op::EXPAND, &Arg::Shape(vec![2]), &[3], &d[..3], &-1),
+            vec![0, 1, 2, 0, 1, 2]
+        );
     }
 }

@@ -27,8 +27,17 @@ pub struct Versions {
 }
 
 impl Versions {
-    pub fn record_store(&mut self, store: NodeId, base: &Version, comps: Vec<Vec<Elem>>) -> Version {
-        let v = Version { buffer: base.buffer, made_by: Some(store), comps: Rc::new(comps) };
+    pub fn record_store(
+        &mut self,
+        store: NodeId,
+        base: &Version,
+        comps: Vec<Vec<Elem>>,
+    ) -> Version {
+        let v = Version {
+            buffer: base.buffer,
+            made_by: Some(store),
+            comps: Rc::new(comps),
+        };
         self.after_store.insert(store, (v.clone(), base.made_by));
         v
     }
@@ -39,14 +48,19 @@ impl Versions {
         collect_stores(g, deps, &mut stores);
         let mut newest = base;
         for s in stores {
-            let Some((v, _)) = self.after_store.get(&s) else { continue };
+            let Some((v, _)) = self.after_store.get(&s) else {
+                continue;
+            };
             if v.buffer != newest.buffer {
                 continue;
             }
             if self.is_ancestor(newest.made_by, Some(s)) {
                 newest = v.clone();
             } else if !self.is_ancestor(Some(s), newest.made_by) {
-                let other = newest.made_by.map(|n| n.to_string()).unwrap_or_else(|| "its initial contents".into());
+                let other = newest
+                    .made_by
+                    .map(|n| n.to_string())
+                    .unwrap_or_else(|| "its initial contents".into());
                 return Err(Error::Eval {
                     node: at,
                     op: g.node(at).op,

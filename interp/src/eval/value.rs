@@ -47,8 +47,14 @@ pub struct Value {
 impl Value {
     /// The first element that was never written, with its position (component, index).
     pub fn first_uninit(&self) -> Option<(usize, usize, Elem)> {
-        self.data.components().iter().enumerate().find_map(|(c, comp)| {
-            comp.iter().position(|e| matches!(e, Elem::Uninit { .. })).map(|i| (c, i, comp[i]))
-        })
+        self.data
+            .components()
+            .iter()
+            .enumerate()
+            .find_map(|(c, comp)| {
+                comp.iter()
+                    .position(|e| matches!(e, Elem::Uninit { .. }))
+                    .map(|i| (c, i, comp[i]))
+            })
     }
 }

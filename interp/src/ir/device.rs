@@ -18,10 +18,16 @@ pub struct Device {
 }
 
 impl Device {
-    pub const CPU: Device = Device { backend: Backend::Cpu, index: 0 };
+    pub const CPU: Device = Device {
+        backend: Backend::Cpu,
+        index: 0,
+    };
 
     pub fn cpu(index: u32) -> Device {
-        Device { backend: Backend::Cpu, index }
+        Device {
+            backend: Backend::Cpu,
+            index,
+        }
     }
 }
 

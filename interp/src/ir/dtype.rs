@@ -102,11 +102,17 @@ impl DType {
     }
 
     pub fn is_signed_int(self) -> bool {
-        matches!(self, DType::Int8 | DType::Int16 | DType::Int32 | DType::Int64)
+        matches!(
+            self,
+            DType::Int8 | DType::Int16 | DType::Int32 | DType::Int64
+        )
     }
 
     pub fn is_unsigned_int(self) -> bool {
-        matches!(self, DType::UInt8 | DType::UInt16 | DType::UInt32 | DType::UInt64)
+        matches!(
+            self,
+            DType::UInt8 | DType::UInt16 | DType::UInt32 | DType::UInt64
+        )
     }
 
     pub fn is_bool(self) -> bool {
@@ -123,7 +129,11 @@ impl DType {
             DType::Float64 => (11, 52, true),
             _ => return None,
         };
-        Some(FloatFormat { exp_bits, man_bits, has_inf })
+        Some(FloatFormat {
+            exp_bits,
+            man_bits,
+            has_inf,
+        })
     }
 
     /// Smallest and largest value of an integer dtype (bool: 0..1).

@@ -43,17 +43,26 @@ pub fn inline_calls(g: &Graph) -> Result<Inlined> {
         for b in out.reachable(&[body]) {
             let mut bn = out.node(b).clone();
             if bn.op == Op::PARAM {
-                let Arg::Buffer { slot, .. } = bn.arg else { continue };
+                let Arg::Buffer { slot, .. } = bn.arg else {
+                    continue;
+                };
                 let arg = *args.get(slot as usize).ok_or_else(|| Error::Verify {
                     node: id,
                     op: Op::CALL,
-                    reason: format!("body uses PARAM slot {slot} but the CALL passes {} argument(s)", args.len()),
+                    reason: format!(
+                        "body uses PARAM slot {slot} but the CALL passes {} argument(s)",
+                        args.len()
+                    ),
                 })?;
                 if out.node(arg).dtype != bn.dtype {
                     return Err(Error::Verify {
                         node: id,
                         op: Op::CALL,
-                        reason: format!("PARAM slot {slot} is {} but argument {slot} is {}", bn.dtype, out.node(arg).dtype),
+                        reason: format!(
+                            "PARAM slot {slot} is {} but argument {slot} is {}",
+                            bn.dtype,
+                            out.node(arg).dtype
+                        ),
                     });
                 }
                 sub.insert(b, arg);
@@ -70,7 +79,11 @@ pub fn inline_calls(g: &Graph) -> Result<Inlined> {
         }
         remap.push(sub.get(&body).copied().unwrap_or(body));
     }
-    Ok(Inlined { graph: out, remap, origin })
+    Ok(Inlined {
+        graph: out,
+        remap,
+        origin,
+    })
 }
 
 #[cfg(test)]
@@ -81,19 +94,62 @@ mod tests {
     #[test]
     fn call_becomes_its_body_on_the_arguments() {
         let mut g = Graph::new();
-        let buf = |slot| Arg::Buffer { slot, size: 2, device: DeviceSpec::Single(Device::CPU) };
-        let p = g.add(Node { op: Op::PARAM, dtype: DType::Int32, src: vec![], arg: buf(0) });
-        let one = g.add(Node { op: Op::CONST, dtype: DType::Int32, src: vec![], arg: Arg::Const(1) });
-        let add = g.add(Node { op: Op::ADD, dtype: DType::Int32, src: vec![p, one], arg: Arg::None });
-        let st = g.add(Node { op: Op::STORE, dtype: DType::Void, src: vec![p, add], arg: Arg::None });
-        let body = g.add(Node { op: Op::SINK, dtype: DType::Void, src: vec![st], arg: Arg::None });
-        let b = g.add(Node { op: Op::BUFFER, dtype: DType::Int32, src: vec![], arg: buf(7) });
-        let call = g.add(Node { op: Op::CALL, dtype: DType::Void, src: vec![body, b], arg: Arg::None });
+        let buf = |slot| Arg::Buffer {
+            slot,
+            size: 2,
+            device: DeviceSpec::Single(Device::CPU),
+        };
+        let p = g.add(Node {
+            op: Op::PARAM,
+            dtype: DType::Int32,
+            src: vec![],
+            arg: buf(0),
+        });
+        let one = g.add(Node {
+            op: Op::CONST,
+            dtype: DType::Int32,
+            src: vec![],
+            arg: Arg::Const(1),
+        });
+        let add = g.add(Node {
+            op: Op::ADD,
+            dtype: DType::Int32,
+            src: vec![p, one],
+            arg: Arg::None,
+        });
+        let st = g.add(Node {
+            op: Op::STORE,
+            dtype: DType::Void,
+            src: vec![p, add],
+            arg: Arg::None,
+        });
+        let body = g.add(Node {
+            op: Op::SINK,
+            dtype: DType::Void,
+            src: vec![st],
+            arg: Arg::None,
+        });
+        let b = g.add(Node {
+            op: Op::BUFFER,
+            dtype: DType::Int32,
+            src: vec![],
+            arg: buf(7),
+        });
+        let call = g.add(Node {
+            op: Op::CALL,
+            dtype: DType::Void,
+            src: vec![body, b],
+            arg: Arg::None,
+        });
         let inl = inline_calls(&g).unwrap();
         let new_call = inl.graph.node(inl.remap[call.index()]);
         assert_eq!(new_call.op, Op::SINK);
         let store = inl.graph.node(new_call.src[0]);
-        assert_eq!(store.src[0], inl.remap[b.index()], "the store writes the argument buffer");
+        assert_eq!(
+            store.src[0],
+            inl.remap[b.index()],
+            "the store writes the argument buffer"
+        );
         assert_eq!(inl.origin[inl.remap[call.index()].index()], body);
     }
 }

@@ -30,7 +30,11 @@ pub enum Arg {
     None,
     /// BUFFER / PARAM: a flat storage of `size` elements on `device`. `slot` makes two buffers
     /// with the same size distinct nodes (tinygrad's ParamArg.slot).
-    Buffer { slot: u32, size: usize, device: DeviceSpec },
+    Buffer {
+        slot: u32,
+        size: usize,
+        device: DeviceSpec,
+    },
     /// CONST: the value's bits in the node's dtype (low bits of the u64, zero-extended).
     Const(u64),
     /// COPY: the target device(s).
@@ -40,13 +44,22 @@ pub enum Arg {
     /// PERMUTE: the permutation.
     Perm(Vec<usize>),
     /// PAD: per axis (offset, new_size). SHRINK: per axis (offset, size).
-    Window { offsets: Vec<usize>, sizes: Vec<usize> },
+    Window {
+        offsets: Vec<usize>,
+        sizes: Vec<usize>,
+    },
     /// FLIP: per axis.
     Flip(Vec<bool>),
     /// REDUCE: reduce the first `axes` axes with `op` (ADD, MUL or MAX).
-    Reduce { op: Op, axes: usize },
+    Reduce {
+        op: Op,
+        axes: usize,
+    },
     /// ALLREDUCE: reduce across `devices` with `op`.
-    AllReduce { op: Op, devices: Vec<super::device::Device> },
+    AllReduce {
+        op: Op,
+        devices: Vec<super::device::Device>,
+    },
     /// MSELECT: the device index.
     Index(usize),
     /// UNSHARD: the sharded axis.
@@ -135,13 +148,28 @@ mod tests {
     fn structurally_equal_nodes_are_one_node() {
         let mut g = Graph::new();
         let c = |g: &mut Graph| {
-            g.add(Node { op: Op::CONST, dtype: DType::Int32, src: vec![], arg: Arg::Const(3) })
+            g.add(Node {
+                op: Op::CONST,
+                dtype: DType::Int32,
+                src: vec![],
+                arg: Arg::Const(3),
+            })
         };
         let a = c(&mut g);
         let b = c(&mut g);
         assert_eq!(a, b);
-        let s1 = g.add(Node { op: Op::ADD, dtype: DType::Int32, src: vec![a, b], arg: Arg::None });
-        let s2 = g.add(Node { op: Op::ADD, dtype: DType::Int32, src: vec![a, a], arg: Arg::None });
+        let s1 = g.add(Node {
+            op: Op::ADD,
+            dtype: DType::Int32,
+            src: vec![a, b],
+            arg: Arg::None,
+        });
+        let s2 = g.add(Node {
+            op: Op::ADD,
+            dtype: DType::Int32,
+            src: vec![a, a],
+            arg: Arg::None,
+        });
         assert_eq!(s1, s2);
         assert_eq!(g.len(), 2);
         assert_eq!(g.reachable(&[s1]), vec![a, s1]);

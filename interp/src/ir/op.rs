@@ -40,17 +40,12 @@ ops!(
     // storage, effects and structure
     BUFFER, PARAM, CONST, COPY, STORE, AFTER, CALL, SINK, GROUP, CONTIGUOUS, DETACH,
     // multi-device
-    MSELECT, MSTACK, UNSHARD, ALLREDUCE,
-    // movement
-    RESHAPE, EXPAND, PERMUTE, PAD, SHRINK, FLIP,
-    // reduction and type changes
-    REDUCE, CAST, BITCAST,
-    // unary ALU
-    EXP2, LOG2, SIN, SQRT, RECIPROCAL, NEG, TRUNC,
-    // binary ALU
-    ADD, MUL, SUB, FDIV, POW, CDIV, CMOD, FLOORDIV, FLOORMOD, MAX, SHL, SHR, AND, OR, XOR,
-    CMPLT, CMPNE, CMPEQ,
-    // ternary ALU
+    MSELECT, MSTACK, UNSHARD, ALLREDUCE, // movement
+    RESHAPE, EXPAND, PERMUTE, PAD, SHRINK, FLIP, // reduction and type changes
+    REDUCE, CAST, BITCAST, // unary ALU
+    EXP2, LOG2, SIN, SQRT, RECIPROCAL, NEG, TRUNC, // binary ALU
+    ADD, MUL, SUB, FDIV, POW, CDIV, CMOD, FLOORDIV, FLOORMOD, MAX, SHL, SHR, AND, OR, XOR, CMPLT,
+    CMPNE, CMPEQ, // ternary ALU
     WHERE, MULACC,
     // kernel level (programs made by the compiler's lowering; see interp::kernel)
     RANGE, END, INDEX, LOAD, SPECIAL, BARRIER,
@@ -62,7 +57,10 @@ pub struct UnknownOp(pub String);
 
 impl Op {
     pub fn is_unary_alu(self) -> bool {
-        matches!(self, Op::EXP2 | Op::LOG2 | Op::SIN | Op::SQRT | Op::RECIPROCAL | Op::NEG | Op::TRUNC)
+        matches!(
+            self,
+            Op::EXP2 | Op::LOG2 | Op::SIN | Op::SQRT | Op::RECIPROCAL | Op::NEG | Op::TRUNC
+        )
     }
 
     pub fn is_binary_alu(self) -> bool {
@@ -102,13 +100,19 @@ impl Op {
     }
 
     pub fn is_movement(self) -> bool {
-        matches!(self, Op::RESHAPE | Op::EXPAND | Op::PERMUTE | Op::PAD | Op::SHRINK | Op::FLIP)
+        matches!(
+            self,
+            Op::RESHAPE | Op::EXPAND | Op::PERMUTE | Op::PAD | Op::SHRINK | Op::FLIP
+        )
     }
 
     /// The ops REDUCE and ALLREDUCE accept (tinygrad's `GroupOp.Reduce`).
     /// Ops that only appear in kernel-level programs, never in tensor graphs.
     pub fn is_kernel_only(self) -> bool {
-        matches!(self, Op::RANGE | Op::END | Op::INDEX | Op::LOAD | Op::SPECIAL | Op::BARRIER)
+        matches!(
+            self,
+            Op::RANGE | Op::END | Op::INDEX | Op::LOAD | Op::SPECIAL | Op::BARRIER
+        )
     }
 
     pub fn is_reduce_op(self) -> bool {

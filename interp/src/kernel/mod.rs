@@ -73,13 +73,22 @@ pub struct Program {
 
 impl Program {
     pub fn new(name: impl Into<String>, params: Vec<ParamDecl>) -> Self {
-        Program { name: name.into(), params, insts: vec![] }
+        Program {
+            name: name.into(),
+            params,
+            insts: vec![],
+        }
     }
 
     /// Appends an instruction and returns its id. Sources must be earlier instructions.
     pub fn push(&mut self, op: Op, dtype: DType, src: Vec<InstId>, arg: KArg) -> InstId {
         debug_assert!(src.iter().all(|s| s.index() < self.insts.len()));
-        self.insts.push(Inst { op, dtype, src, arg });
+        self.insts.push(Inst {
+            op,
+            dtype,
+            src,
+            arg,
+        });
         InstId(self.insts.len() as u32 - 1)
     }
 
@@ -93,7 +102,13 @@ impl fmt::Display for Program {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "kernel {}(", self.name)?;
         for (i, p) in self.params.iter().enumerate() {
-            writeln!(f, "  p{i}: {}[{}]{}", p.dtype, p.size, if p.written { " (written)" } else { "" })?;
+            writeln!(
+                f,
+                "  p{i}: {}[{}]{}",
+                p.dtype,
+                p.size,
+                if p.written { " (written)" } else { "" }
+            )?;
         }
         writeln!(f, ")")?;
         let mut depth = 1;
@@ -109,7 +124,15 @@ impl fmt::Display for Program {
                 KArg::Const(b) => format!(" {}", crate::scalar::literal::display(inst.dtype, *b)),
                 KArg::Axis(a) => format!(" axis={a}"),
             };
-            writeln!(f, "{:w$}v{i} = {} {}({}){arg}", "", inst.op, inst.dtype, srcs.join(", "), w = depth * 2)?;
+            writeln!(
+                f,
+                "{:w$}v{i} = {} {}({}){arg}",
+                "",
+                inst.op,
+                inst.dtype,
+                srcs.join(", "),
+                w = depth * 2
+            )?;
             if inst.op == Op::RANGE {
                 depth += 1;
             }

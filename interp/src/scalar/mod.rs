@@ -38,7 +38,9 @@ impl Ub {
             Ub::DivByZero => "integer division or modulo by zero",
             Ub::DivOverflow => "signed integer division overflow (INT_MIN / -1)",
             Ub::ShiftOutOfRange => "shift count out of range",
-            Ub::FloatToIntOutOfRange => "float to int conversion of NaN, inf or an out-of-range value",
+            Ub::FloatToIntOutOfRange => {
+                "float to int conversion of NaN, inf or an out-of-range value"
+            }
             Ub::OutOfBounds => "out-of-bounds access",
             Ub::UninitializedRead => "read of uninitialized memory",
         }

@@ -10,12 +10,20 @@ use crate::ir::{Arg, DType, Op};
 /// numpy's broadcast of two shapes.
 fn broadcast_shape(a: &[usize], b: &[usize]) -> Result<Vec<usize>, String> {
     let n = a.len().max(b.len());
-    let get = |s: &[usize], i: usize| if i + s.len() >= n { s[i + s.len() - n] } else { 1 };
+    let get = |s: &[usize], i: usize| {
+        if i + s.len() >= n {
+            s[i + s.len() - n]
+        } else {
+            1
+        }
+    };
     (0..n)
         .map(|i| match (get(a, i), get(b, i)) {
             (x, y) if x == y || y == 1 => Ok(x),
             (1, y) => Ok(y),
-            (x, y) => Err(format!("shapes {a:?} and {b:?} do not broadcast (axis {i}: {x} vs {y})")),
+            (x, y) => Err(format!(
+                "shapes {a:?} and {b:?} do not broadcast (axis {i}: {x} vs {y})"
+            )),
         })
         .collect()
 }
@@ -41,16 +49,30 @@ impl Tensor {
             }
         }
         let axis = Tensor::align_layouts(op, &mut srcs)?;
-        let dt = if op == Op::WHERE { srcs[1].dtype() } else { srcs[0].dtype() };
+        let dt = if op == Op::WHERE {
+            srcs[1].dtype()
+        } else {
+            srcs[0].dtype()
+        };
         let out = if op.is_comparison() { DType::Bool } else { dt };
-        first.emit(op, out, srcs.iter().map(|t| t.id).collect(), Arg::None, axis)
+        first.emit(
+            op,
+            out,
+            srcs.iter().map(|t| t.id).collect(),
+            Arg::None,
+            axis,
+        )
     }
 
     fn same_dtype(&self, op: Op, other: &Tensor) -> Result<()> {
         if self.dtype() != other.dtype() {
             return Err(self.err(
                 op,
-                format!("dtype mismatch: {} and {} (no implicit promotion: cast one side explicitly)", self.dtype(), other.dtype()),
+                format!(
+                    "dtype mismatch: {} and {} (no implicit promotion: cast one side explicitly)",
+                    self.dtype(),
+                    other.dtype()
+                ),
             ));
         }
         Ok(())
@@ -147,7 +169,9 @@ impl Tensor {
     pub fn minimum(&self, other: impl Into<Operand>) -> Result<Tensor> {
         let o = self.operand(other.into(), self.dtype())?;
         self.same_dtype(Op::MAX, &o)?;
-        self.order_reverse()?.maximum(&o.order_reverse()?)?.order_reverse()
+        self.order_reverse()?
+            .maximum(&o.order_reverse()?)?
+            .order_reverse()
     }
 
     /// `a < b` (CMPLT).
@@ -265,7 +289,10 @@ impl Tensor {
         match self.dtype() {
             DType::Bool => self.binop(Op::CMPNE, true.into()),
             dt if dt.is_int() => self.order_reverse(),
-            dt => Err(self.err(Op::XOR, format!("not() needs a bool or int tensor, got {dt}"))),
+            dt => Err(self.err(
+                Op::XOR,
+                format!("not() needs a bool or int tensor, got {dt}"),
+            )),
         }
     }
 

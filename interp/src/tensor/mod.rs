@@ -5,6 +5,11 @@
 //! the sharded axis. Every constructor verifies the node it adds (the verifier's rules run
 //! on the new node and what it depends on), so a bad shape, axis, dtype or device comes back
 //! as [`Error::Verify`] and never reaches the graph: the context's graph is always valid.
+//! Such an error names the operand the failing op was applied to (the new node has no id)
+//! or, for creation, the id the new node would have had; `op` is the op that failed.
+//! Checking a node costs O(its sources) in the common case (the verifier runs on the node
+//! over stand-ins with its sources' dtype, shape and device), so long graphs build in
+//! linear time.
 //!
 //! Lowering follows tinygrad 0.14's front end where that is exact and simple; the places it
 //! differs are documented on the methods and summarized here:
@@ -167,18 +172,24 @@ impl Ctx {
     pub fn tensor_of(&self, id: NodeId, axis: Option<usize>) -> Result<Tensor> {
         let info = {
             let st = self.0.borrow();
-            st.infos.get(id.index()).cloned().ok_or_else(|| Error::Verify {
-                node: id,
-                op: Op::SINK,
-                reason: format!("{id} is not a node of this context"),
-            })?
+            st.infos
+                .get(id.index())
+                .cloned()
+                .ok_or_else(|| Error::Verify {
+                    node: id,
+                    op: Op::SINK,
+                    reason: format!("{id} is not a node of this context"),
+                })?
         };
         if let Some(a) = axis {
             if !matches!(info.device, Some(DeviceSpec::Multi(_))) || a >= info.shape.len() {
                 return Err(Error::Verify {
                     node: id,
                     op: self.with_graph(|g| g.node(id).op),
-                    reason: format!("cannot treat a value of shape {:?} on {:?} as sharded on axis {a}", info.shape, info.device),
+                    reason: format!(
+                        "cannot treat a value of shape {:?} on {:?} as sharded on axis {a}",
+                        info.shape, info.device
+                    ),
                 });
             }
         }
@@ -186,7 +197,11 @@ impl Ctx {
     }
 
     fn tensor(&self, id: NodeId, axis: Option<usize>) -> Tensor {
-        Tensor { ctx: self.clone(), id, axis }
+        Tensor {
+            ctx: self.clone(),
+            id,
+            axis,
+        }
     }
 
     fn new_slot(&self) -> u32 {
@@ -202,7 +217,10 @@ impl Ctx {
         let verified = verify::verify(&st.graph)?;
         let roots: Vec<NodeId> = outs.iter().map(|t| t.id).collect();
         let ev = eval::evaluate(&st.graph, &verified, &st.inputs, &roots)?;
-        roots.iter().map(|&r| ev.output(&st.graph, r).cloned()).collect()
+        roots
+            .iter()
+            .map(|&r| ev.output(&st.graph, r).cloned())
+            .collect()
     }
 
     /// Evaluates one tensor and reads it as integers (one list per device component).
@@ -222,14 +240,21 @@ impl State {
             return Ok(id);
         }
         if let Some(&s) = node.src.iter().find(|s| s.index() >= self.graph.len()) {
-            return Err(Error::Verify { node: s, op: node.op, reason: format!("source {s} is not a node of this context") });
+            return Err(Error::Verify {
+                node: s,
+                op: node.op,
+                reason: format!("source {s} is not a node of this context"),
+            });
         }
         let info = self.check(&node)?;
         let storage = self.storage_of(&node);
         let id = self.graph.add(node.clone());
         debug_assert_eq!(id.index(), self.infos.len());
         self.infos.push(info);
-        self.storage.push(storage.map(|s| StorageOf { buffer: s.buffer.unwrap_or(id), newest: s.newest }));
+        self.storage.push(storage.map(|s| StorageOf {
+            buffer: s.buffer.unwrap_or(id),
+            newest: s.newest,
+        }));
         self.known.insert(node, id);
         Ok(id)
     }
@@ -238,16 +263,25 @@ impl State {
     fn storage_of(&self, node: &Node) -> Option<PendingStorage> {
         let of = |s: NodeId| self.storage[s.index()];
         match node.op {
-            Op::BUFFER | Op::PARAM => Some(PendingStorage { buffer: None, newest: None }),
+            Op::BUFFER | Op::PARAM => Some(PendingStorage {
+                buffer: None,
+                newest: None,
+            }),
             Op::RESHAPE | Op::PERMUTE | Op::SHRINK | Op::FLIP | Op::DETACH => {
-                of(node.src[0]).map(|s| PendingStorage { buffer: Some(s.buffer), newest: s.newest })
+                of(node.src[0]).map(|s| PendingStorage {
+                    buffer: Some(s.buffer),
+                    newest: s.newest,
+                })
             }
             Op::AFTER => of(node.src[0]).map(|s| {
                 let stores = node.src[1..].iter().copied().filter(|&d| {
                     let n = self.graph.node(d);
                     n.op == Op::STORE && of(n.src[0]).map(|t| t.buffer) == Some(s.buffer)
                 });
-                PendingStorage { buffer: Some(s.buffer), newest: stores.chain(s.newest).max() }
+                PendingStorage {
+                    buffer: Some(s.buffer),
+                    newest: stores.chain(s.newest).max(),
+                }
             }),
             _ => None,
         }
@@ -265,7 +299,11 @@ impl State {
         let effect = |op: Op| matches!(op, Op::STORE | Op::CALL | Op::GROUP | Op::SINK | Op::AFTER);
         let structural = node.op == Op::CALL
             || node.src.iter().any(|s| op_of(s) == Op::UNSHARD)
-            || (node.op == Op::STORE && node.src.first().is_none_or(|s| self.storage[s.index()].is_none()))
+            || (node.op == Op::STORE
+                && node
+                    .src
+                    .first()
+                    .is_none_or(|s| self.storage[s.index()].is_none()))
             || (node.op == Op::AFTER && !node.src.iter().skip(1).all(|s| effect(op_of(s))));
         if structural {
             self.check_in(node, self.graph.reachable(&node.src))
@@ -281,37 +319,81 @@ impl State {
             let info = &self.infos[s.index()];
             let dtype = info.dtype;
             let numel: usize = info.shape.iter().product();
-            let add = |g: &mut Graph, op, src: Vec<NodeId>, arg| g.add(Node { op, dtype, src, arg });
+            let add = |g: &mut Graph, op, src: Vec<NodeId>, arg| {
+                g.add(Node {
+                    op,
+                    dtype,
+                    src,
+                    arg,
+                })
+            };
             // An AFTER dependency (checked above to be an effect) stands in as a SINK; a
             // STORE target (checked above to be a view of storage) as a reshaped BUFFER.
             let id = match &info.device {
-                _ if node.op == Op::AFTER && i > 0 => mini.add(Node { op: Op::SINK, dtype: DType::Void, src: vec![], arg: Arg::None }),
+                _ if node.op == Op::AFTER && i > 0 => mini.add(Node {
+                    op: Op::SINK,
+                    dtype: DType::Void,
+                    src: vec![],
+                    arg: Arg::None,
+                }),
                 _ if dtype == DType::Void => add(&mut mini, Op::SINK, vec![], Arg::None),
                 None => {
                     let c = add(&mut mini, Op::CONST, vec![], Arg::Const(0));
                     if info.shape.is_empty() {
                         c
                     } else {
-                        add(&mut mini, Op::EXPAND, vec![c], Arg::Shape(info.shape.clone()))
+                        add(
+                            &mut mini,
+                            Op::EXPAND,
+                            vec![c],
+                            Arg::Shape(info.shape.clone()),
+                        )
                     }
                 }
                 Some(device) => {
-                    let b = add(&mut mini, Op::BUFFER, vec![], Arg::Buffer { slot: 0, size: numel, device: device.clone() });
+                    let b = add(
+                        &mut mini,
+                        Op::BUFFER,
+                        vec![],
+                        Arg::Buffer {
+                            slot: 0,
+                            size: numel,
+                            device: device.clone(),
+                        },
+                    );
                     if info.shape == [numel] {
                         b
                     } else {
-                        add(&mut mini, Op::RESHAPE, vec![b], Arg::Shape(info.shape.clone()))
+                        add(
+                            &mut mini,
+                            Op::RESHAPE,
+                            vec![b],
+                            Arg::Shape(info.shape.clone()),
+                        )
                     }
                 }
             };
             src.push(id);
         }
-        let new = mini.add(Node { src, ..node.clone() });
+        let new = mini.add(Node {
+            src,
+            ..node.clone()
+        });
         match verify::verify(&mini) {
             Ok(v) => Ok(v.info(new).clone()),
-            Err(Error::Verify { node: bad, op, reason }) if bad == new => {
-                Err(Error::Verify { node: node.src.first().copied().unwrap_or(NodeId(self.graph.len() as u32)), op, reason })
-            }
+            Err(Error::Verify {
+                node: bad,
+                op,
+                reason,
+            }) if bad == new => Err(Error::Verify {
+                node: node
+                    .src
+                    .first()
+                    .copied()
+                    .unwrap_or(NodeId(self.graph.len() as u32)),
+                op,
+                reason,
+            }),
             // A stand-in failed (not expected: it copies a verified node's info); decide
             // on the real sources instead.
             Err(_) => self.check_in(node, self.graph.reachable(&node.src)),
@@ -333,9 +415,19 @@ impl State {
         let new = mini.add(n);
         match verify::verify(&mini) {
             Ok(v) => Ok(v.info(new).clone()),
-            Err(Error::Verify { node: bad, op, reason }) if bad == new => {
-                Err(Error::Verify { node: node.src.first().copied().unwrap_or(NodeId(self.graph.len() as u32)), op, reason })
-            }
+            Err(Error::Verify {
+                node: bad,
+                op,
+                reason,
+            }) if bad == new => Err(Error::Verify {
+                node: node
+                    .src
+                    .first()
+                    .copied()
+                    .unwrap_or(NodeId(self.graph.len() as u32)),
+                op,
+                reason,
+            }),
             Err(e) => {
                 // Not expected (the sources were verified when added): translate the ids back.
                 let back: HashMap<NodeId, NodeId> = map.iter().map(|(&k, &v)| (v, k)).collect();
@@ -368,7 +460,11 @@ impl Scalar {
 
     /// The literal's bits in `dt`.
     pub fn bits(self, dt: DType) -> Result<u64, String> {
-        let mask = if dt.bits() >= 64 { u64::MAX } else { (1u64 << dt.bits()) - 1 };
+        let mask = if dt.bits() >= 64 {
+            u64::MAX
+        } else {
+            (1u64 << dt.bits()) - 1
+        };
         match self {
             Scalar::Bits(b) => {
                 if b & !mask != 0 {
@@ -504,7 +600,10 @@ impl Tensor {
     /// The layout of a multi-device tensor; None for a single-device or device-less one.
     pub fn sharding(&self) -> Option<Sharding> {
         match self.info().device {
-            Some(DeviceSpec::Multi(devices)) => Some(Sharding { devices, axis: self.axis }),
+            Some(DeviceSpec::Multi(devices)) => Some(Sharding {
+                devices,
+                axis: self.axis,
+            }),
             _ => None,
         }
     }
@@ -527,12 +626,28 @@ impl Tensor {
 
     /// An error about building `op` on this tensor.
     fn err(&self, op: Op, reason: impl Into<String>) -> Error {
-        Error::Verify { node: self.id, op, reason: reason.into() }
+        Error::Verify {
+            node: self.id,
+            op,
+            reason: reason.into(),
+        }
     }
 
     /// Adds a node whose first source is usually `self`; the result has sharded axis `axis`.
-    fn emit(&self, op: Op, dtype: DType, src: Vec<NodeId>, arg: Arg, axis: Option<usize>) -> Result<Tensor> {
-        let id = self.ctx.add_node(Node { op, dtype, src, arg })?;
+    fn emit(
+        &self,
+        op: Op,
+        dtype: DType,
+        src: Vec<NodeId>,
+        arg: Arg,
+        axis: Option<usize>,
+    ) -> Result<Tensor> {
+        let id = self.ctx.add_node(Node {
+            op,
+            dtype,
+            src,
+            arg,
+        })?;
         Ok(self.ctx.tensor(id, axis))
     }
 
@@ -562,7 +677,12 @@ impl Tensor {
 }
 
 fn const_node(ctx: &Ctx, dtype: DType, bits: u64) -> Result<Tensor> {
-    let id = ctx.add_node(Node { op: Op::CONST, dtype, src: vec![], arg: Arg::Const(bits) })?;
+    let id = ctx.add_node(Node {
+        op: Op::CONST,
+        dtype,
+        src: vec![],
+        arg: Arg::Const(bits),
+    })?;
     Ok(ctx.tensor(id, None))
 }
 
@@ -575,7 +695,9 @@ pub fn value_ints(v: &Value) -> Vec<Vec<i128>> {
         .map(|c| {
             c.iter()
                 .map(|e| match *e {
-                    Elem::Bits(b) if v.dtype.is_float() => scalar::round::to_f64(v.dtype, b) as i128,
+                    Elem::Bits(b) if v.dtype.is_float() => {
+                        scalar::round::to_f64(v.dtype, b) as i128
+                    }
                     Elem::Bits(b) => bits_to_i128(v.dtype, b),
                     Elem::Uninit { .. } => 0,
                 })
@@ -618,7 +740,13 @@ fn check_axes(t: &Tensor, op: Op, axes: &[usize]) -> Result<()> {
     let mut seen = vec![false; nd];
     for &a in axes {
         if a >= nd {
-            return Err(t.err(op, format!("axis {a} is out of range for a {nd}-d tensor of shape {:?}", t.shape())));
+            return Err(t.err(
+                op,
+                format!(
+                    "axis {a} is out of range for a {nd}-d tensor of shape {:?}",
+                    t.shape()
+                ),
+            ));
         }
         if std::mem::replace(&mut seen[a], true) {
             return Err(t.err(op, format!("axis {a} is given twice")));

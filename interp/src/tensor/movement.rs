@@ -20,7 +20,8 @@ impl Tensor {
         if s == shape {
             return Ok(self.clone());
         }
-        movement_shape(Op::RESHAPE, &Arg::Shape(shape.to_vec()), &s).map_err(|r| self.err(Op::RESHAPE, r))?;
+        movement_shape(Op::RESHAPE, &Arg::Shape(shape.to_vec()), &s)
+            .map_err(|r| self.err(Op::RESHAPE, r))?;
         let Some(a) = self.axis else {
             return self.unary_node(Op::RESHAPE, Arg::Shape(shape.to_vec()), None);
         };
@@ -44,13 +45,16 @@ impl Tensor {
         if s == shape {
             return Ok(self.clone());
         }
-        let bad =
-            || self.err(Op::EXPAND, format!("cannot expand shape {s:?} to {shape:?} (only size-1 axes and new leading axes broadcast)"));
+        let bad = || {
+            self.err(Op::EXPAND, format!("cannot expand shape {s:?} to {shape:?} (only size-1 axes and new leading axes broadcast)"))
+        };
         if s.len() > shape.len() {
             return Err(bad());
         }
         let lead = shape.len() - s.len();
-        let padded: Vec<usize> = std::iter::repeat_n(1, lead).chain(s.iter().copied()).collect();
+        let padded: Vec<usize> = std::iter::repeat_n(1, lead)
+            .chain(s.iter().copied())
+            .collect();
         if padded.iter().zip(shape).any(|(&p, &t)| p != t && p != 1) {
             return Err(bad());
         }
@@ -58,7 +62,10 @@ impl Tensor {
         let (mut lp, mut lt) = (padded.clone(), shape.to_vec());
         if let Some(a) = axis {
             if padded[a] != shape[a] {
-                return Err(self.err(Op::EXPAND, format!("cannot broadcast sharded axis {} of shape {s:?}", a - lead)));
+                return Err(self.err(
+                    Op::EXPAND,
+                    format!("cannot broadcast sharded axis {} of shape {s:?}", a - lead),
+                ));
             }
             lp[a] /= self.ndev();
             lt[a] /= self.ndev();
@@ -73,9 +80,19 @@ impl Tensor {
             x = x.unary_node(Op::RESHAPE, Arg::Shape(squeezed), axis.map(pos_k))?;
         }
         if !e.is_empty() {
-            x = x.unary_node(Op::EXPAND, Arg::Shape(e.iter().map(|&i| lt[i]).collect()), axis.map(|a| e.len() + pos_k(a)))?;
+            x = x.unary_node(
+                Op::EXPAND,
+                Arg::Shape(e.iter().map(|&i| lt[i]).collect()),
+                axis.map(|a| e.len() + pos_k(a)),
+            )?;
         }
-        let perm: Vec<usize> = (0..lt.len()).map(|i| e.iter().position(|&x| x == i).unwrap_or_else(|| e.len() + pos_k(i))).collect();
+        let perm: Vec<usize> = (0..lt.len())
+            .map(|i| {
+                e.iter()
+                    .position(|&x| x == i)
+                    .unwrap_or_else(|| e.len() + pos_k(i))
+            })
+            .collect();
         if perm.iter().enumerate().any(|(i, &p)| i != p) {
             x = x.unary_node(Op::PERMUTE, Arg::Perm(perm), axis)?;
         }
@@ -85,11 +102,14 @@ impl Tensor {
     /// Output axis i is input axis `perm[i]`. No node for the identity.
     pub fn permute(&self, perm: &[usize]) -> Result<Tensor> {
         let s = self.shape();
-        movement_shape(Op::PERMUTE, &Arg::Perm(perm.to_vec()), &s).map_err(|r| self.err(Op::PERMUTE, r))?;
+        movement_shape(Op::PERMUTE, &Arg::Perm(perm.to_vec()), &s)
+            .map_err(|r| self.err(Op::PERMUTE, r))?;
         if perm.iter().enumerate().all(|(i, &p)| i == p) {
             return Ok(self.clone());
         }
-        let axis = self.axis.map(|a| perm.iter().position(|&p| p == a).expect("a permutation"));
+        let axis = self
+            .axis
+            .map(|a| perm.iter().position(|&p| p == a).expect("a permutation"));
         self.unary_node(Op::PERMUTE, Arg::Perm(perm.to_vec()), axis)
     }
 
@@ -106,7 +126,10 @@ impl Tensor {
     pub fn unsqueeze(&self, axis: usize) -> Result<Tensor> {
         let mut s = self.shape();
         if axis > s.len() {
-            return Err(self.err(Op::RESHAPE, format!("cannot insert an axis at {axis} in a {}-d tensor", s.len())));
+            return Err(self.err(
+                Op::RESHAPE,
+                format!("cannot insert an axis at {axis} in a {}-d tensor", s.len()),
+            ));
         }
         s.insert(axis, 1);
         self.reshape(&s)
@@ -122,7 +145,14 @@ impl Tensor {
     pub fn pad(&self, pads: &[(usize, usize)]) -> Result<Tensor> {
         let s = self.shape();
         if pads.len() != s.len() {
-            return Err(self.err(Op::PAD, format!("{} (before, after) pairs for a {}-d tensor of shape {s:?}", pads.len(), s.len())));
+            return Err(self.err(
+                Op::PAD,
+                format!(
+                    "{} (before, after) pairs for a {}-d tensor of shape {s:?}",
+                    pads.len(),
+                    s.len()
+                ),
+            ));
         }
         if pads.iter().all(|&p| p == (0, 0)) {
             return Ok(self.clone());
@@ -136,7 +166,9 @@ impl Tensor {
         let mut sizes = vec![];
         for (i, (&(b, e), &d)) in pads.iter().zip(&local).enumerate() {
             sizes.push(
-                d.checked_add(b).and_then(|x| x.checked_add(e)).ok_or_else(|| self.err(Op::PAD, format!("padding axis {i} overflows")))?,
+                d.checked_add(b)
+                    .and_then(|x| x.checked_add(e))
+                    .ok_or_else(|| self.err(Op::PAD, format!("padding axis {i} overflows")))?,
             );
         }
         let offsets = pads.iter().map(|p| p.0).collect();
@@ -148,11 +180,21 @@ impl Tensor {
     pub fn shrink(&self, ranges: &[(usize, usize)]) -> Result<Tensor> {
         let s = self.shape();
         if ranges.len() != s.len() {
-            return Err(self.err(Op::SHRINK, format!("{} (start, end) pairs for a {}-d tensor of shape {s:?}", ranges.len(), s.len())));
+            return Err(self.err(
+                Op::SHRINK,
+                format!(
+                    "{} (start, end) pairs for a {}-d tensor of shape {s:?}",
+                    ranges.len(),
+                    s.len()
+                ),
+            ));
         }
         for (i, (&(b, e), &d)) in ranges.iter().zip(&s).enumerate() {
             if b > e || e > d {
-                return Err(self.err(Op::SHRINK, format!("range {b}..{e} of axis {i} is outside 0..{d}")));
+                return Err(self.err(
+                    Op::SHRINK,
+                    format!("range {b}..{e} of axis {i} is outside 0..{d}"),
+                ));
             }
         }
         if ranges.iter().zip(&s).all(|(&r, &d)| r == (0, d)) {

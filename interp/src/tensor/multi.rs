@@ -27,7 +27,10 @@ impl Tensor {
     /// values need [`Tensor::to`] (gather) or [`Tensor::mselect`].
     pub fn copy_to(&self, device: Device) -> Result<Tensor> {
         if self.is_multi() {
-            return Err(self.err(Op::COPY, "COPY of a multi-device tensor to one device: use to() (a gather) or mselect()"));
+            return Err(self.err(
+                Op::COPY,
+                "COPY of a multi-device tensor to one device: use to() (a gather) or mselect()",
+            ));
         }
         self.unary_node(Op::COPY, Arg::Device(DeviceSpec::Single(device)), None)
     }
@@ -45,24 +48,49 @@ impl Tensor {
             return Err(self.err(Op::COPY, "shard over an empty device tuple"));
         }
         if self.is_multi() {
-            return Err(self.err(Op::COPY, "tensor is already on several devices (gather it with to() first)"));
+            return Err(self.err(
+                Op::COPY,
+                "tensor is already on several devices (gather it with to() first)",
+            ));
         }
         let Some(a) = axis else {
-            return self.unary_node(Op::COPY, Arg::Device(DeviceSpec::Multi(devices.to_vec())), None);
+            return self.unary_node(
+                Op::COPY,
+                Arg::Device(DeviceSpec::Multi(devices.to_vec())),
+                None,
+            );
         };
         let s = self.shape();
         let n = devices.len();
         let Some(&d) = s.get(a) else {
-            return Err(self.err(Op::MSTACK, format!("cannot shard axis {a} of a {}-d tensor of shape {s:?}", s.len())));
+            return Err(self.err(
+                Op::MSTACK,
+                format!(
+                    "cannot shard axis {a} of a {}-d tensor of shape {s:?}",
+                    s.len()
+                ),
+            ));
         };
         if d % n != 0 {
-            return Err(self.err(Op::MSTACK, format!("cannot shard axis {a} of size {d} evenly over {n} devices")));
+            return Err(self.err(
+                Op::MSTACK,
+                format!("cannot shard axis {a} of size {d} evenly over {n} devices"),
+            ));
         }
         let mut parts = vec![];
         for (i, &dev) in devices.iter().enumerate() {
             let c = self.unary_node(Op::COPY, Arg::Device(DeviceSpec::Single(dev)), None)?;
-            let ranges: Vec<(usize, usize)> =
-                s.iter().enumerate().map(|(j, &dj)| if j == a { (i * d / n, (i + 1) * d / n) } else { (0, dj) }).collect();
+            let ranges: Vec<(usize, usize)> = s
+                .iter()
+                .enumerate()
+                .map(|(j, &dj)| {
+                    if j == a {
+                        (i * d / n, (i + 1) * d / n)
+                    } else {
+                        (0, dj)
+                    }
+                })
+                .collect();
             parts.push(c.shrink(&ranges)?.id);
         }
         self.emit(Op::MSTACK, self.dtype(), parts, Arg::None, Some(a))
@@ -71,18 +99,37 @@ impl Tensor {
     /// A replicated multi-device tensor (or a device-less one, broadcast to `devices`) cut
     /// into shards on `axis` without moving data: `MSTACK(SHRINK(MSELECT(x, i))…)`.
     pub(super) fn shard_locally(&self, devices: &[Device], axis: usize) -> Result<Tensor> {
-        let rep =
-            if self.is_multi() { self.clone() } else { self.unary_node(Op::COPY, Arg::Device(DeviceSpec::Multi(devices.to_vec())), None)? };
+        let rep = if self.is_multi() {
+            self.clone()
+        } else {
+            self.unary_node(
+                Op::COPY,
+                Arg::Device(DeviceSpec::Multi(devices.to_vec())),
+                None,
+            )?
+        };
         let s = rep.shape();
         let n = devices.len();
         let d = s[axis];
         if d % n != 0 {
-            return Err(self.err(Op::MSTACK, format!("cannot shard axis {axis} of size {d} evenly over {n} devices")));
+            return Err(self.err(
+                Op::MSTACK,
+                format!("cannot shard axis {axis} of size {d} evenly over {n} devices"),
+            ));
         }
         let mut parts = vec![];
         for i in 0..n {
-            let ranges: Vec<(usize, usize)> =
-                s.iter().enumerate().map(|(j, &dj)| if j == axis { (i * d / n, (i + 1) * d / n) } else { (0, dj) }).collect();
+            let ranges: Vec<(usize, usize)> = s
+                .iter()
+                .enumerate()
+                .map(|(j, &dj)| {
+                    if j == axis {
+                        (i * d / n, (i + 1) * d / n)
+                    } else {
+                        (0, dj)
+                    }
+                })
+                .collect();
             parts.push(rep.mselect(i)?.shrink(&ranges)?.id);
         }
         self.emit(Op::MSTACK, self.dtype(), parts, Arg::None, Some(axis))
@@ -103,7 +150,9 @@ impl Tensor {
                 }
             }
         }
-        let Some((a, ds)) = sharded else { return Ok(None) };
+        let Some((a, ds)) = sharded else {
+            return Ok(None);
+        };
         for t in ts.iter_mut() {
             if t.axis.is_none() && t.ndim() > 0 {
                 match t.device() {

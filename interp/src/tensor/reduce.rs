@@ -13,7 +13,10 @@ impl Tensor {
     /// Empty `axes`: no reduction (the tensor itself).
     pub fn reduce(&self, op: Op, axes: &[usize], keepdim: bool) -> Result<Tensor> {
         if !op.is_reduce_op() {
-            return Err(self.err(Op::REDUCE, format!("REDUCE op must be ADD, MUL or MAX, got {op}")));
+            return Err(self.err(
+                Op::REDUCE,
+                format!("REDUCE op must be ADD, MUL or MAX, got {op}"),
+            ));
         }
         check_axes(self, Op::REDUCE, axes)?;
         if axes.is_empty() {
@@ -22,7 +25,11 @@ impl Tensor {
         let shape = self.shape();
         let mut red: Vec<usize> = axes.to_vec();
         red.sort_unstable();
-        let perm: Vec<usize> = red.iter().copied().chain((0..shape.len()).filter(|i| !red.contains(i))).collect();
+        let perm: Vec<usize> = red
+            .iter()
+            .copied()
+            .chain((0..shape.len()).filter(|i| !red.contains(i)))
+            .collect();
         let x = self.permute(&perm)?;
         let k = red.len();
         let arg = Arg::Reduce { op, axes: k };
@@ -34,7 +41,11 @@ impl Tensor {
             (a, _) => x.unary_node(Op::REDUCE, arg, a.map(|a| a - k))?,
         };
         if keepdim {
-            let kept: Vec<usize> = shape.iter().enumerate().map(|(i, &d)| if red.contains(&i) { 1 } else { d }).collect();
+            let kept: Vec<usize> = shape
+                .iter()
+                .enumerate()
+                .map(|(i, &d)| if red.contains(&i) { 1 } else { d })
+                .collect();
             out = out.reshape(&kept)?;
         }
         Ok(out)

@@ -45,13 +45,31 @@ impl Tensor {
     pub fn clone_storage(&self, device: Option<Device>) -> Result<Tensor> {
         let (buf, value) = match (self.device(), device) {
             (Some(DeviceSpec::Multi(_)), None) => (self.empty_like()?, self.clone()),
-            (Some(DeviceSpec::Multi(_)), Some(d)) => (Tensor::empty(&self.ctx, &self.shape(), self.dtype(), d)?, self.to(d)?),
+            (Some(DeviceSpec::Multi(_)), Some(d)) => (
+                Tensor::empty(&self.ctx, &self.shape(), self.dtype(), d)?,
+                self.to(d)?,
+            ),
             (Some(DeviceSpec::Single(s)), dev) => {
                 let target = dev.unwrap_or(s);
-                let value = if target != s { self.copy_to(target)? } else { self.clone() };
-                (Tensor::empty(&self.ctx, &self.shape(), self.dtype(), target)?, value)
+                let value = if target != s {
+                    self.copy_to(target)?
+                } else {
+                    self.clone()
+                };
+                (
+                    Tensor::empty(&self.ctx, &self.shape(), self.dtype(), target)?,
+                    value,
+                )
             }
-            (None, dev) => (Tensor::empty(&self.ctx, &self.shape(), self.dtype(), dev.unwrap_or(Device::CPU))?, self.clone()),
+            (None, dev) => (
+                Tensor::empty(
+                    &self.ctx,
+                    &self.shape(),
+                    self.dtype(),
+                    dev.unwrap_or(Device::CPU),
+                )?,
+                self.clone(),
+            ),
         };
         let store = buf.store(Operand::Tensor(value))?;
         buf.after(store)
@@ -59,7 +77,13 @@ impl Tensor {
 
     /// `AFTER(self, store)`, remembering `store` as the newest store into its storage.
     fn after(&self, store: NodeId) -> Result<Tensor> {
-        let t = self.emit(Op::AFTER, self.dtype(), vec![self.id, store], Arg::None, self.axis)?;
+        let t = self.emit(
+            Op::AFTER,
+            self.dtype(),
+            vec![self.id, store],
+            Arg::None,
+            self.axis,
+        )?;
         if let Some(buf) = t.storage_identity() {
             self.ctx.0.borrow_mut().last_store.insert(buf, store);
         }
@@ -71,12 +95,22 @@ impl Tensor {
     /// buffer see once the assign is realized. A tensor that is not a view of storage, or
     /// already ordered after the newest store, is returned as it is.
     pub fn latest(&self) -> Result<Tensor> {
-        let Some(view) = self.ctx.0.borrow().storage[self.id.index()] else { return Ok(self.clone()) };
-        let Some(store) = self.ctx.0.borrow().last_store.get(&view.buffer).copied() else { return Ok(self.clone()) };
+        let Some(view) = self.ctx.0.borrow().storage[self.id.index()] else {
+            return Ok(self.clone());
+        };
+        let Some(store) = self.ctx.0.borrow().last_store.get(&view.buffer).copied() else {
+            return Ok(self.clone());
+        };
         if view.newest >= Some(store) {
             return Ok(self.clone());
         }
-        self.emit(Op::AFTER, self.dtype(), vec![self.id, store], Arg::None, self.axis)
+        self.emit(
+            Op::AFTER,
+            self.dtype(),
+            vec![self.id, store],
+            Arg::None,
+            self.axis,
+        )
     }
 
     /// A STORE of `value` through this view (checked: dtype equal, shape equal after
@@ -87,11 +121,23 @@ impl Tensor {
     fn store(&self, value: Operand) -> Result<NodeId> {
         let v = self.operand(value, self.dtype())?;
         if v.dtype() != self.dtype() {
-            return Err(self.err(Op::STORE, format!("assign of a {} value into a {} tensor (cast first)", v.dtype(), self.dtype())));
+            return Err(self.err(
+                Op::STORE,
+                format!(
+                    "assign of a {} value into a {} tensor (cast first)",
+                    v.dtype(),
+                    self.dtype()
+                ),
+            ));
         }
         let (ts, vs) = (self.shape(), v.shape());
         let mut v = if vs != ts {
-            v.expand(&ts).map_err(|_| self.err(Op::STORE, format!("assign of shape {vs:?} into a target of shape {ts:?}")))?
+            v.expand(&ts).map_err(|_| {
+                self.err(
+                    Op::STORE,
+                    format!("assign of shape {vs:?} into a target of shape {ts:?}"),
+                )
+            })?
         } else {
             v
         };
@@ -113,7 +159,12 @@ impl Tensor {
             },
             _ => {}
         }
-        self.ctx.add_node(Node { op: Op::STORE, dtype: DType::Void, src: vec![self.id, v.id], arg: Arg::None })
+        self.ctx.add_node(Node {
+            op: Op::STORE,
+            dtype: DType::Void,
+            src: vec![self.id, v.id],
+            arg: Arg::None,
+        })
     }
 
     /// The storage an assign to `self` writes: `self` (ordered after the newest store to
@@ -142,7 +193,11 @@ impl Tensor {
     /// tensor, or its fresh storage) and returns a view of it built with
     /// reshape/permute/shrink/flip/detach; `STORE(view, value)` writes those elements and
     /// this handle becomes `AFTER(self, store)`, the whole storage after the write.
-    pub fn assign_view(&mut self, view: impl FnOnce(&Tensor) -> Result<Tensor>, value: impl Into<Operand>) -> Result<Tensor> {
+    pub fn assign_view(
+        &mut self,
+        view: impl FnOnce(&Tensor) -> Result<Tensor>,
+        value: impl Into<Operand>,
+    ) -> Result<Tensor> {
         let base = self.assign_base()?;
         let target = view(&base)?;
         let id = base.storage_identity();
@@ -158,7 +213,11 @@ impl Tensor {
     }
 
     /// `self[ranges] = value`: assigns through `shrink(ranges)` (per axis `start..end`).
-    pub fn assign_slice(&mut self, ranges: &[(usize, usize)], value: impl Into<Operand>) -> Result<Tensor> {
+    pub fn assign_slice(
+        &mut self,
+        ranges: &[(usize, usize)],
+        value: impl Into<Operand>,
+    ) -> Result<Tensor> {
         self.assign_view(|t| t.shrink(ranges), value)
     }
 }
