@@ -6,7 +6,6 @@
 use uopkit_interp::ir::{Arg, DType, Graph, Node, NodeId, Op};
 
 use crate::rewrite::engine::{rewrite, RewriteOpts, RuleSet};
-use crate::rewrite::symbolic::symbolic;
 
 #[derive(Default)]
 pub struct IndexGraph {
@@ -241,11 +240,10 @@ impl IndexGraph {
             .collect()
     }
 
-    /// Simplifies an expression with the compiler's symbolic rules (exact: see
-    /// `rewrite::symbolic`).
-    pub fn simplify(&mut self, n: NodeId) -> NodeId {
-        static RULES: std::sync::OnceLock<RuleSet> = std::sync::OnceLock::new();
-        let rules = RULES.get_or_init(symbolic);
-        rewrite(&mut self.graph, &[n], rules, RewriteOpts::bottom_up()).roots[0]
+    /// Simplifies an expression with the given rewrite passes, in order.
+    pub fn simplify(&mut self, n: NodeId, passes: &[RuleSet]) -> NodeId {
+        passes.iter().fold(n, |n, rules| {
+            rewrite(&mut self.graph, &[n], rules, RewriteOpts::bottom_up()).roots[0]
+        })
     }
 }

@@ -15,6 +15,7 @@ use uopkit_interp::ir::{Arg, DType, Graph, NodeId, Op};
 use uopkit_interp::kernel::{InstId, KArg, ParamDecl, Program};
 use uopkit_interp::verify::Verified;
 
+use crate::rewrite::RuleSet;
 use crate::schedule::realize::{chain_shape, KernelSpec, Move};
 use crate::schedule::{BufId, BufferDecl};
 use index::IndexGraph;
@@ -27,13 +28,15 @@ pub struct LowerError {
     pub reason: String,
 }
 
-/// Lowers one kernel. Returns the program and the buffers to pass, in param slot order.
+/// Lowers one kernel, simplifying its index arithmetic with `passes` (rewrite rule sets,
+/// applied in order). Returns the program and the buffers to pass, in param slot order.
 pub fn lower(
     name: &str,
     spec: &KernelSpec,
     buffers: &[BufferDecl],
     g: &Graph,
     ver: &Verified,
+    passes: &[RuleSet],
 ) -> Result<(Program, Vec<BufId>), LowerError> {
     let mut args = vec![spec.target];
     for src in spec.leaves.values() {
@@ -69,6 +72,7 @@ pub fn lower(
             .map(|(i, b)| (*b, i as u32))
             .collect(),
         params: BTreeMap::new(),
+        passes,
     };
     l.lower_kernel()?;
     Ok((l.prog, args))
@@ -96,6 +100,7 @@ struct Lowerer<'a> {
     next_axis: u32,
     slot: BTreeMap<BufId, u32>,
     params: BTreeMap<u32, InstId>,
+    passes: &'a [RuleSet],
 }
 
 impl Lowerer<'_> {
@@ -221,7 +226,7 @@ impl Lowerer<'_> {
 
     /// Emits an index-graph expression (after simplification) as instructions.
     fn emit_index(&mut self, n: NodeId) -> InstId {
-        let n = self.ix.simplify(n);
+        let n = self.ix.simplify(n, self.passes);
         self.emit_ix(n)
     }
 

@@ -10,6 +10,7 @@
 //! [`all_rules`] lists every rule of every rule set, for fuzzing and coverage.
 
 pub mod engine;
+pub mod faults;
 pub mod pattern;
 pub mod range;
 pub mod symbolic;

@@ -198,12 +198,28 @@ pub struct ScheduleError {
     pub reason: String,
 }
 
-/// Schedules everything `roots` need: plans realizations, orders the steps, snapshots
-/// outputs that a later step overwrites, plans memory and lowers each kernel.
+/// The rewrite passes a normal compile applies to index arithmetic, in order.
+pub fn default_passes() -> Vec<crate::rewrite::RuleSet> {
+    vec![crate::rewrite::symbolic()]
+}
+
+/// Schedules everything `roots` need with the default passes (see [`schedule_with`]).
 pub fn schedule(
     g: &uopkit_interp::ir::Graph,
     ver: &uopkit_interp::verify::Verified,
     roots: &[NodeId],
+) -> Result<Schedule, ScheduleError> {
+    schedule_with(g, ver, roots, &default_passes())
+}
+
+/// Schedules everything `roots` need: plans realizations, orders the steps, snapshots
+/// outputs that a later step overwrites, plans memory and lowers each kernel, simplifying
+/// index arithmetic with `passes`.
+pub fn schedule_with(
+    g: &uopkit_interp::ir::Graph,
+    ver: &uopkit_interp::verify::Verified,
+    roots: &[NodeId],
+    passes: &[crate::rewrite::RuleSet],
 ) -> Result<Schedule, ScheduleError> {
     use realize::{Planned, Planner};
     use std::collections::BTreeSet;
@@ -258,11 +274,13 @@ pub fn schedule(
                 src: *src,
             },
             Planned::Kernel(spec) => {
-                let (program, args) = crate::lower::lower(&format!("k{k}"), spec, &buffers, g, ver)
-                    .map_err(|e| ScheduleError {
-                        node: e.node,
-                        reason: e.reason,
-                    })?;
+                let (program, args) =
+                    crate::lower::lower(&format!("k{k}"), spec, &buffers, g, ver, passes).map_err(
+                        |e| ScheduleError {
+                            node: e.node,
+                            reason: e.reason,
+                        },
+                    )?;
                 Step::Kernel {
                     device: spec.device,
                     program,

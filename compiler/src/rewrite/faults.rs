@@ -1,0 +1,83 @@
+//! Deliberately wrong rules, to prove that the kit finds bugs: a test switches one on for
+//! its own thread and checks that the property tests, the differential fuzzer and
+//! `uopkit diff` all catch it. Only builds with the `fault-injection` feature (which the
+//! workspace's tests enable and normal builds do not), so users are never offered them.
+
+use super::engine::Rule;
+
+/// The names of the faults that exist.
+pub const FAULTS: &[&str] = &["fault_mod_drop"];
+
+#[cfg(feature = "fault-injection")]
+mod active {
+    use std::cell::RefCell;
+
+    thread_local! {
+        pub static ACTIVE: RefCell<Vec<&'static str>> = const { RefCell::new(Vec::new()) };
+    }
+}
+
+/// Turns the named faults on for the current thread (an empty list turns them off).
+/// Unknown names are ignored.
+#[cfg(feature = "fault-injection")]
+pub fn set_active(names: &[&'static str]) {
+    active::ACTIVE.with(|a| {
+        *a.borrow_mut() = names
+            .iter()
+            .copied()
+            .filter(|n| FAULTS.contains(n))
+            .collect()
+    });
+}
+
+/// Whether any fault is on for this thread.
+pub fn any_active() -> bool {
+    #[cfg(feature = "fault-injection")]
+    {
+        active::ACTIVE.with(|a| !a.borrow().is_empty())
+    }
+    #[cfg(not(feature = "fault-injection"))]
+    {
+        false
+    }
+}
+
+/// The rules of the faults that are on for this thread (highest priority first).
+pub fn active_rules() -> Vec<Rule> {
+    #[cfg(feature = "fault-injection")]
+    {
+        let names: Vec<&'static str> = active::ACTIVE.with(|a| a.borrow().clone());
+        wrong::all()
+            .into_iter()
+            .filter(|r| names.contains(&r.name))
+            .collect()
+    }
+    #[cfg(not(feature = "fault-injection"))]
+    {
+        vec![]
+    }
+}
+
+#[cfg(feature = "fault-injection")]
+mod wrong {
+    use uopkit_interp::ir::{Graph, NodeId, Op};
+
+    use crate::rewrite::engine::Rule;
+    use crate::rewrite::pattern::{Captures, Pat};
+    use crate::rewrite::range::Ranges;
+
+    pub fn all() -> Vec<Rule> {
+        vec![Rule::new(
+            "fault_mod_drop",
+            Pat::ops(&[Op::CMOD, Op::FLOORMOD], [Pat::var("x"), Pat::cvar("c")]),
+            mod_drop,
+        )]
+    }
+
+    /// WRONG on purpose: `x % c → x` whenever 0 ≤ x < 2c (right only below c).
+    fn mod_drop(g: &mut Graph, c: &Captures, _: NodeId) -> Option<NodeId> {
+        let d = c.const_bits(g, "c")? as i64 as i128;
+        let x = Ranges::new(g).get(c["x"])?;
+        (d > 1 && x.min >= 0 && x.max < 2 * d).then(|| c["x"])
+    }
+}
