@@ -166,6 +166,8 @@ fn unordered_stores_to_one_buffer_are_an_error() {
     let a = buffer(&mut g, 0, 2, DType::Int32, cpu(0));
     let one = add(&mut g, Op::CONST, DType::Int32, &[], Arg::Const(1));
     let two = add(&mut g, Op::CONST, DType::Int32, &[], Arg::Const(2));
+    let one = add(&mut g, Op::EXPAND, DType::Int32, &[one], Arg::Shape(vec![2]));
+    let two = add(&mut g, Op::EXPAND, DType::Int32, &[two], Arg::Shape(vec![2]));
     let s1 = add(&mut g, Op::STORE, DType::Void, &[a, one], Arg::None);
     let s2 = add(&mut g, Op::STORE, DType::Void, &[a, two], Arg::None);
     let after = add(&mut g, Op::AFTER, DType::Int32, &[a, s1, s2], Arg::None);
