@@ -25,13 +25,33 @@ struct Cli {
     command: Command,
 }
 
+#[derive(Copy, Clone, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum Backend {
+    /// The exact interpreter against the cases' hand-derived expectations.
+    Oracle,
+    /// The compiler's CPU path (C via the system compiler), diffed against the oracle.
+    Cpu,
+}
+
+impl Backend {
+    fn name(self) -> &'static str {
+        match self {
+            Backend::Oracle => "oracle",
+            Backend::Cpu => "cpu",
+        }
+    }
+}
+
 #[derive(Subcommand)]
 enum Command {
-    /// Run every case of the corpus through the oracle and print a summary.
+    /// Run every case of the corpus through the oracle (and compiled backends) and print a summary.
     Check {
         /// The corpus directory.
         #[arg(long, default_value = "corpus")]
         corpus: PathBuf,
+        /// Which backends to check against the case expectations / the oracle.
+        #[arg(long, value_enum, value_delimiter = ',', default_value = "oracle,cpu")]
+        backend: Vec<Backend>,
         /// Only cases whose name contains this text.
         filter: Option<String>,
     },
@@ -56,9 +76,23 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // The compiler's passes recurse along the graph: run on a thread with room for deep
+    // graphs rather than overflow the main thread's stack.
+    let worker = std::thread::Builder::new().stack_size(512 << 20).spawn(real_main);
+    match worker.map(|h| h.join()) {
+        Ok(Ok(code)) => code,
+        Ok(Err(_)) => {
+            eprintln!("error: uopkit crashed (a bug: please report it with the input)");
+            ExitCode::from(101)
+        }
+        Err(e) => bad_input(format!("cannot start: {e}")),
+    }
+}
+
+fn real_main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Check { corpus, filter } => check(&corpus, filter.as_deref()),
+        Command::Check { corpus, filter, backend } => check(&corpus, filter.as_deref(), &backend),
         Command::Run { file } => run_one(&file),
         Command::Compile { file, c } => compile(&file, c),
         Command::Schema => {
@@ -78,12 +112,21 @@ fn bad_input(msg: impl std::fmt::Display) -> ExitCode {
     ExitCode::from(2)
 }
 
-fn check(dir: &Path, filter: Option<&str>) -> ExitCode {
+/// Tallies of one backend over the corpus.
+#[derive(Default)]
+struct Tally {
+    passed: usize,
+    failed: usize,
+    skipped: usize,
+}
+
+fn check(dir: &Path, filter: Option<&str>, backends: &[Backend]) -> ExitCode {
     let files = match corpus::case_files(dir) {
         Ok(f) => f,
         Err(e) => return bad_input(format!("{}: cannot list the corpus: {e}", dir.display())),
     };
-    let (mut passed, mut failed, mut bad) = (0, 0, 0);
+    let mut tallies: Vec<Tally> = backends.iter().map(|_| Tally::default()).collect();
+    let mut bad = 0;
     for file in &files {
         let name = corpus::case_name(dir, file);
         if filter.is_some_and(|f| !name.contains(f)) {
@@ -97,25 +140,33 @@ fn check(dir: &Path, filter: Option<&str>) -> ExitCode {
                 continue;
             }
         };
-        match run::check_oracle(&case) {
-            Ok(_) => passed += 1,
-            Err(report) => {
-                println!(
-                    "FAIL  {name}: {}",
-                    report.trim_end().replace('\n', "\n      ")
-                );
-                failed += 1;
+        for (b, t) in backends.iter().zip(tallies.iter_mut()) {
+            let result = match b {
+                Backend::Oracle => run::check_oracle(&case).map(|_| ()),
+                Backend::Cpu => match uopkit_conformance::backend::cpu_skip_reason(&case) {
+                    Some(_) => {
+                        t.skipped += 1;
+                        continue;
+                    }
+                    None => uopkit_conformance::backend::check_cpu(&case).map(|_| ()),
+                },
+            };
+            match result {
+                Ok(()) => t.passed += 1,
+                Err(report) => {
+                    println!("FAIL  {}::{name}: {}", b.name(), report.trim_end().replace('\n', "\n      "));
+                    t.failed += 1;
+                }
             }
         }
     }
-    println!(
-        "oracle: {passed} passed, {failed} failed, {bad} unreadable ({} cases in {})",
-        files.len(),
-        dir.display()
-    );
+    for (b, t) in backends.iter().zip(&tallies) {
+        println!("{}: {} passed, {} failed, {} skipped", b.name(), t.passed, t.failed, t.skipped);
+    }
+    println!("{} cases in {}, {bad} unreadable", files.len(), dir.display());
     if bad > 0 {
         ExitCode::from(2)
-    } else if failed > 0 {
+    } else if tallies.iter().any(|t| t.failed > 0) {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS

@@ -23,7 +23,13 @@ fn oracle_trial(file: PathBuf) -> Result<(), Failed> {
 
 fn cpu_trial(file: PathBuf) -> Result<(), Failed> {
     let case = load::read_case(&file).map_err(|e| Failed::from(e.to_string()))?;
-    backend::check_cpu(&case).map(|_| ()).map_err(Failed::from)
+    // The scheduler and lowering recurse along the graph; give deep graphs room.
+    let worker = std::thread::Builder::new().stack_size(256 << 20).spawn(move || backend::check_cpu(&case).map(|_| ()));
+    match worker.map(|h| h.join()) {
+        Ok(Ok(result)) => result.map_err(Failed::from),
+        Ok(Err(_)) => Err(Failed::from("the CPU backend panicked")),
+        Err(e) => Err(Failed::from(format!("cannot start a worker thread: {e}"))),
+    }
 }
 
 fn main() -> ExitCode {

@@ -11,6 +11,7 @@
 //! |---|---|---|---|
 //! | PARAM | – | `Param(slot)` | the buffer passed in slot `slot` (dtype = element dtype) |
 //! | BUFFER | – | `Reg(size)` | a private array of `size` elements (accumulators) |
+//! | BUFFER | – | `Local(size)` | `size` elements shared by the work items of a workgroup (top level only) |
 //! | CONST | – | `Const(bits)` | a scalar of the inst's dtype |
 //! | RANGE | (end) | `Axis(id)` | loop variable 0..end (int64) |
 //! | END | (range) | – | closes the loop |
@@ -18,6 +19,13 @@
 //! | LOAD | (index) or (index, alt, gate) | – | read; when gated and gate is false, `alt` without reading |
 //! | STORE | (index, value) or (index, value, gate) | – | write (skipped when the gate is false) |
 //! | ALU, CAST, BITCAST | operands | – | as in `crate::scalar` (one element) |
+//! | SPECIAL | (end) | `Special(name)` | launch index 0..end (`gidxN`: workgroup, `lidxN`: item in the workgroup, `idxN`: global, one item per workgroup); end is a CONST, top level only |
+//! | BARRIER | (deps…) | – | waits for every work item of the workgroup |
+//!
+//! [`check::check`] enforces these rules; [`interp::run`] executes a program exactly.
+
+pub mod check;
+pub mod interp;
 
 use std::fmt;
 
@@ -45,6 +53,10 @@ pub enum KArg {
     Reg(usize),
     Const(u64),
     Axis(u32),
+    /// A SPECIAL's launch dimension name (`gidx0`, `lidx1`, `idx0`).
+    Special(String),
+    /// A BUFFER in workgroup-shared (local) memory of `size` elements.
+    Local(usize),
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -123,6 +135,8 @@ impl fmt::Display for Program {
                 KArg::Reg(n) => format!(" reg[{n}]"),
                 KArg::Const(b) => format!(" {}", crate::scalar::literal::display(inst.dtype, *b)),
                 KArg::Axis(a) => format!(" axis={a}"),
+                KArg::Special(name) => format!(" {name}"),
+                KArg::Local(n) => format!(" local[{n}]"),
             };
             writeln!(
                 f,
