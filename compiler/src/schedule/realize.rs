@@ -7,12 +7,20 @@
 //! that buffer (it keeps its identity); a source that is not a whole buffer is first
 //! materialized on its own device; a bare COPY is an anonymous store into a fresh buffer on
 //! the target device.
+//!
+//! Multi-device values (a device tuple) are realized as one buffer per device: every node is
+//! planned per *component* (`value_c(n, c)` is component `c` of `n`; a single-device value
+//! has the one component 0). Kernels on a multi-device value run once per device, MSELECT
+//! picks a component, MSTACK lists its sources, a broadcast COPY is one COPY per other device,
+//! a gather (COPY of an UNSHARD) copies the shards to the target and concatenates them in one
+//! kernel, and ALLREDUCE is lowered in [`super::allreduce`].
 
 use std::collections::BTreeMap;
 
 use uopkit_interp::ir::{Arg, DType, Device, DeviceSpec, Graph, NodeId, Op};
 use uopkit_interp::verify::{movement_shape, storage_view, Verified};
 
+use super::allreduce::AllreduceMode;
 use super::versions::{stores_in, Versions};
 use super::{BufId, BufferDecl, BufferKind, ScheduleError};
 
@@ -42,8 +50,34 @@ pub struct Src {
     pub chain: Vec<Move>,
 }
 
+/// A kernel expression that no graph node spells (allreduce folds, chunk slices, concatenations).
+/// It is evaluated at every index of the kernel's target view; every view it loads has the
+/// target view's shape.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Expr {
+    /// The element of a buffer view (0 where the view pads).
+    Load(Src),
+    /// An ALU op on sub-expressions; `dtype` is the result's.
+    Alu { op: Op, dtype: DType, src: Vec<Expr> },
+    /// Concatenation: the element of the one view that is not padding at the index (each view
+    /// pads a part into the whole shape; where none is valid, the last view's padding).
+    Pick(Vec<Src>),
+}
+
+impl Expr {
+    /// The views the expression reads, in order.
+    pub fn loads(&self) -> Vec<&Src> {
+        match self {
+            Expr::Load(s) => vec![s],
+            Expr::Alu { src, .. } => src.iter().flat_map(|e| e.loads()).collect(),
+            Expr::Pick(parts) => parts.iter().collect(),
+        }
+    }
+}
+
 /// What a planned kernel computes: `value` stored into `target` seen through `chain`;
-/// `leaves` are the nodes of the value's expression read from buffers.
+/// `leaves` are the nodes of the value's expression read from buffers. When `expr` is set the
+/// kernel computes it instead (and `value` only names the graph node it serves, for errors).
 #[derive(Clone, Debug)]
 pub struct KernelSpec {
     pub device: Device,
@@ -51,6 +85,7 @@ pub struct KernelSpec {
     pub target_chain: Vec<Move>,
     pub value: NodeId,
     pub leaves: BTreeMap<NodeId, Src>,
+    pub expr: Option<Expr>,
 }
 
 #[derive(Clone, Debug)]
@@ -69,32 +104,26 @@ pub struct PlannedStep {
 }
 
 pub struct Planner<'a> {
-    g: &'a Graph,
-    ver: &'a Verified,
+    pub(super) g: &'a Graph,
+    pub(super) ver: &'a Verified,
     versions: Versions,
     pub buffers: Vec<BufferDecl>,
-    graph_buf: BTreeMap<NodeId, BufId>,
+    /// (BUFFER node, component) → its buffer.
+    graph_buf: BTreeMap<(NodeId, usize), BufId>,
     pub steps: Vec<PlannedStep>,
-    values: BTreeMap<NodeId, Src>,
+    /// (node, component) → where that component's value is.
+    values: BTreeMap<(NodeId, usize), Src>,
+    /// (node, component) → the value as one whole flat buffer.
+    wholes: BTreeMap<(NodeId, usize), Src>,
     done_stores: BTreeMap<NodeId, ()>,
+    /// How ALLREDUCE is lowered.
+    pub allreduce: AllreduceMode,
 }
 
-fn err(node: NodeId, reason: impl Into<String>) -> ScheduleError {
+pub(super) fn err(node: NodeId, reason: impl Into<String>) -> ScheduleError {
     ScheduleError {
         node,
         reason: reason.into(),
-    }
-}
-
-/// The device a kernel computing a value of this device spec runs on.
-fn single_device(node: NodeId, d: Option<&DeviceSpec>) -> Result<Device, ScheduleError> {
-    match d {
-        None => Ok(Device::CPU),
-        Some(DeviceSpec::Single(d)) => Ok(*d),
-        Some(DeviceSpec::Multi(_)) => Err(err(
-            node,
-            "multi-device values are not scheduled yet (issue 5)",
-        )),
     }
 }
 
@@ -109,11 +138,49 @@ impl<'a> Planner<'a> {
             graph_buf: BTreeMap::new(),
             steps: vec![],
             values: BTreeMap::new(),
+            wholes: BTreeMap::new(),
             done_stores: BTreeMap::new(),
+            allreduce: AllreduceMode::Auto,
         })
     }
 
-    fn new_buffer(&mut self, dtype: DType, size: usize, device: Device, kind: BufferKind) -> BufId {
+    /// The number of device components of `n`'s value (1 unless it lives on a device tuple).
+    pub fn ncomp(&self, n: NodeId) -> usize {
+        match &self.ver.info(n).device {
+            Some(DeviceSpec::Multi(ds)) => ds.len(),
+            _ => 1,
+        }
+    }
+
+    /// Whether `n`'s value lives on a device tuple.
+    pub fn is_multi(&self, n: NodeId) -> bool {
+        matches!(self.ver.info(n).device, Some(DeviceSpec::Multi(_)))
+    }
+
+    /// The component of `n` that a kernel for component `c` of a value reads (a
+    /// single-device value has only component 0).
+    fn comp_of(&self, n: NodeId, c: usize) -> usize {
+        if self.is_multi(n) {
+            c
+        } else {
+            0
+        }
+    }
+
+    /// The device component `c` of `n` lives on (a value without a device is computed on the
+    /// CPU).
+    pub fn device_of(&self, n: NodeId, c: usize) -> Result<Device, ScheduleError> {
+        match &self.ver.info(n).device {
+            None => Ok(Device::CPU),
+            Some(DeviceSpec::Single(d)) => Ok(*d),
+            Some(DeviceSpec::Multi(ds)) => ds
+                .get(c)
+                .copied()
+                .ok_or_else(|| err(n, format!("component {c} of a value on {} devices", ds.len()))),
+        }
+    }
+
+    pub(super) fn new_buffer(&mut self, dtype: DType, size: usize, device: Device, kind: BufferKind) -> BufId {
         let id = BufId(self.buffers.len() as u32);
         self.buffers.push(BufferDecl {
             dtype,
@@ -125,83 +192,158 @@ impl<'a> Planner<'a> {
         id
     }
 
-    fn graph_buffer(&mut self, node: NodeId) -> Result<BufId, ScheduleError> {
-        if let Some(&b) = self.graph_buf.get(&node) {
+    fn graph_buffer(&mut self, node: NodeId, c: usize) -> Result<BufId, ScheduleError> {
+        let c = self.comp_of(node, c);
+        if let Some(&b) = self.graph_buf.get(&(node, c)) {
             return Ok(b);
         }
         let info = self.ver.info(node);
-        let device = single_device(node, info.device.as_ref())?;
-        let b = self.new_buffer(info.dtype, info.shape[0], device, BufferKind::Graph(node));
-        self.graph_buf.insert(node, b);
+        let device = self.device_of(node, c)?;
+        let kind = if self.is_multi(node) { BufferKind::GraphComponent(node, c) } else { BufferKind::Graph(node) };
+        let b = self.new_buffer(info.dtype, info.shape[0], device, kind);
+        self.graph_buf.insert((node, c), b);
         Ok(b)
     }
 
-    /// The buffers of graph BUFFER nodes, by node.
-    pub fn graph_buffers(&self) -> &BTreeMap<NodeId, BufId> {
+    /// The buffers of graph BUFFER nodes, by (node, component).
+    pub fn graph_buffers(&self) -> &BTreeMap<(NodeId, usize), BufId> {
         &self.graph_buf
     }
 
-    /// The value of `n` as a buffer view, scheduling whatever computes it.
+    /// The value of `n` (a single-device value, or component 0) as a buffer view,
+    /// scheduling whatever computes it.
     pub fn value(&mut self, n: NodeId) -> Result<Src, ScheduleError> {
-        if let Some(s) = self.values.get(&n) {
+        self.value_c(n, 0)
+    }
+
+    /// Every component of `n`'s value, in device order (one for a single-device value).
+    pub fn components(&mut self, n: NodeId) -> Result<Vec<Src>, ScheduleError> {
+        (0..self.ncomp(n)).map(|c| self.value_c(n, c)).collect()
+    }
+
+    /// Component `c` of the value of `n` as a buffer view, scheduling whatever computes it.
+    pub fn value_c(&mut self, n: NodeId, c: usize) -> Result<Src, ScheduleError> {
+        let c = self.comp_of(n, c);
+        if let Some(s) = self.values.get(&(n, c)) {
             return Ok(s.clone());
         }
         let node = self.g.node(n).clone();
         let src = match node.op {
-            Op::BUFFER => Src {
-                buffer: self.graph_buffer(n)?,
-                tag: Tag::Initial,
-                chain: vec![],
-            },
+            Op::BUFFER => Src { buffer: self.graph_buffer(n, c)?, tag: Tag::Initial, chain: vec![] },
             Op::AFTER => {
                 self.run_effects(&node.src[1..])?;
                 match storage_view(self.g, node.src[0]) {
                     Some(_) => {
                         // The view's own storage may come from an earlier AFTER whose stores
                         // must run too.
-                        self.value(node.src[0])?;
+                        self.value_c(node.src[0], c)?;
                         let (buf, version, chain) = self.versions.root(n)?.clone();
-                        let buffer = self.graph_buffer(buf)?;
+                        let buffer = self.graph_buffer(buf, c)?;
                         let tag = version.map_or(Tag::Initial, Tag::Store);
-                        Src {
-                            buffer,
-                            tag,
-                            chain: chain.iter().map(|&m| self.move_of(m)).collect(),
-                        }
+                        Src { buffer, tag, chain: chain.iter().map(|&m| self.move_of(m)).collect() }
                     }
-                    None => self.value(node.src[0])?,
+                    None => self.value_c(node.src[0], c)?,
                 }
             }
-            Op::DETACH => self.value(node.src[0])?,
-            Op::COPY => {
-                let info = self.ver.info(n);
-                let to = single_device(n, info.device.as_ref())?;
-                let from = self.whole_buffer(node.src[0])?;
-                let dst = self.new_buffer(info.dtype, info.numel(), to, BufferKind::Intermediate);
-                let made = self.push(
-                    Planned::Copy {
-                        dst,
-                        src: from.buffer,
-                    },
-                    vec![(from.buffer, from.tag)],
-                    dst,
-                    Tag::Initial,
-                );
-                Src {
-                    buffer: dst,
-                    tag: made,
-                    chain: vec![reshape(&info.shape)],
+            Op::DETACH => self.value_c(node.src[0], c)?,
+            Op::COPY => self.copy_value(n, c)?,
+            Op::MSELECT => {
+                let Arg::Index(i) = node.arg else {
+                    return Err(err(n, "MSELECT without an index"));
+                };
+                self.value_c(node.src[0], i)?
+            }
+            Op::MSTACK => {
+                let s = *node.src.get(c).ok_or_else(|| err(n, format!("MSTACK has no source {c}")))?;
+                self.value_c(s, 0)?
+            }
+            Op::UNSHARD => {
+                // Outside a COPY (an output): gathered on the tuple's first device.
+                let to = self.device_of(n, 0)?;
+                self.gather(n, to)?
+            }
+            Op::ALLREDUCE => {
+                let comps = self.allreduce_components(n)?;
+                for (k, s) in comps.iter().enumerate() {
+                    self.values.insert((n, k), s.clone());
                 }
+                comps.get(c).cloned().ok_or_else(|| err(n, format!("ALLREDUCE has no component {c}")))?
             }
             op if op.is_movement() && self.is_storage_view(n) => {
-                let mut s = self.value(node.src[0])?;
+                let mut s = self.value_c(node.src[0], c)?;
                 s.chain.push(self.move_of(n));
                 s
             }
-            _ => self.materialize(n)?,
+            _ => self.materialize_c(n, c)?,
         };
-        self.values.insert(n, src.clone());
+        self.values.insert((n, c), src.clone());
         Ok(src)
+    }
+
+    /// A COPY: single→single (no step when the devices are equal), single→tuple (a
+    /// broadcast: one COPY per other device), tuple→same tuple (nothing moves), UNSHARD→single
+    /// (a gather).
+    fn copy_value(&mut self, n: NodeId, c: usize) -> Result<Src, ScheduleError> {
+        let x = self.g.node(n).src[0];
+        let info = self.ver.info(n).clone();
+        let to = self.device_of(n, c)?;
+        if self.g.node(x).op == Op::UNSHARD {
+            return self.gather(x, to);
+        }
+        let xc = self.comp_of(x, c);
+        if self.device_of(x, xc)? == to {
+            // Never a COPY from a device to itself: the value is already there.
+            return self.value_c(x, xc);
+        }
+        let from = self.whole_buffer_c(x, xc)?;
+        Ok(self.copy_to(&from, to, info.dtype, info.numel(), &info.shape))
+    }
+
+    /// Plans a COPY of the whole buffer `from` into a fresh buffer on `to`, seen as `shape`.
+    pub(super) fn copy_to(&mut self, from: &Src, to: Device, dtype: DType, numel: usize, shape: &[usize]) -> Src {
+        let dst = self.new_buffer(dtype, numel, to, BufferKind::Intermediate);
+        let made = self.push(Planned::Copy { dst, src: from.buffer }, vec![(from.buffer, from.tag)], dst, Tag::Initial);
+        Src { buffer: dst, tag: made, chain: vec![reshape(shape)] }
+    }
+
+    /// The logical value of `u` = UNSHARD(x, axis) on device `to`: every shard that is not on
+    /// `to` is copied there whole, then one kernel concatenates the shards along `axis`.
+    fn gather(&mut self, u: NodeId, to: Device) -> Result<Src, ScheduleError> {
+        let node = self.g.node(u).clone();
+        let Arg::Axis(axis) = node.arg else {
+            return Err(err(u, "UNSHARD without an axis"));
+        };
+        let x = node.src[0];
+        let full = self.ver.info(u).clone();
+        let shard = self.ver.info(x).clone();
+        let mut parts = vec![];
+        for c in 0..self.ncomp(x) {
+            let mut s = if self.device_of(x, c)? == to {
+                self.value_c(x, c)?
+            } else {
+                let whole = self.whole_buffer_c(x, c)?;
+                self.copy_to(&whole, to, shard.dtype, shard.numel(), &shard.shape)
+            };
+            let mut offsets = vec![0; shard.shape.len()];
+            offsets[axis] = c * shard.shape[axis];
+            s.chain.push(Move { op: Op::PAD, arg: Arg::Window { offsets, sizes: full.shape.clone() } });
+            parts.push(s);
+        }
+        let target = self.new_buffer(full.dtype, full.numel(), to, BufferKind::Intermediate);
+        let chain = vec![reshape(&full.shape)];
+        let made = self.expr_kernel(u, to, target, chain.clone(), Expr::Pick(parts));
+        Ok(Src { buffer: target, tag: made, chain })
+    }
+
+    /// Plans a kernel on `device` storing `expr` into the fresh buffer `target` (seen through
+    /// `chain`); `value` is the graph node it serves.
+    pub(super) fn expr_kernel(&mut self, value: NodeId, device: Device, target: BufId, chain: Vec<Move>, expr: Expr) -> Tag {
+        let mut reads: Vec<(BufId, Tag)> = expr.loads().iter().map(|s| (s.buffer, s.tag)).collect();
+        reads.sort();
+        reads.dedup();
+        let spec =
+            KernelSpec { device, target, target_chain: chain, value, leaves: BTreeMap::new(), expr: Some(expr) };
+        self.push(Planned::Kernel(spec), reads, target, Tag::Initial)
     }
 
     /// Movement over storage is a view, not a computation.
@@ -219,25 +361,42 @@ impl<'a> Planner<'a> {
 
     /// The value of `n` as one whole flat buffer (for COPY, which copies whole buffers).
     pub fn whole_buffer(&mut self, n: NodeId) -> Result<Src, ScheduleError> {
-        let s = self.value(n)?;
+        self.whole_buffer_c(n, 0)
+    }
+
+    /// Component `c` of the value of `n` as one whole flat buffer.
+    pub fn whole_buffer_c(&mut self, n: NodeId, c: usize) -> Result<Src, ScheduleError> {
+        let c = self.comp_of(n, c);
+        if let Some(s) = self.wholes.get(&(n, c)) {
+            return Ok(s.clone());
+        }
+        let s = self.value_c(n, c)?;
         let size = self.buffers[s.buffer.0 as usize].size;
         let only_reshapes = s.chain.iter().all(|m| m.op == Op::RESHAPE);
-        if only_reshapes && size == self.ver.info(n).numel() {
-            return Ok(s);
-        }
-        self.materialize(n)
+        let s = if only_reshapes && size == self.ver.info(n).numel() { s } else { self.materialize_c(n, c)? };
+        self.wholes.insert((n, c), s.clone());
+        Ok(s)
     }
 
     /// A kernel computing `n` into a fresh buffer.
     pub fn materialize(&mut self, n: NodeId) -> Result<Src, ScheduleError> {
+        self.materialize_c(n, 0)
+    }
+
+    /// A kernel computing component `c` of `n` into a fresh buffer on its device.
+    pub fn materialize_c(&mut self, n: NodeId, c: usize) -> Result<Src, ScheduleError> {
         let info = self.ver.info(n).clone();
         if info.dtype == DType::Void {
             return Err(err(n, "an effect has no value to materialize"));
         }
-        let device = single_device(n, info.device.as_ref())?;
+        if self.g.node(n).op == Op::UNSHARD {
+            return Err(err(n, "an UNSHARD value is only read by a COPY to one device or as an output"));
+        }
+        let c = self.comp_of(n, c);
+        let device = self.device_of(n, c)?;
         let target = self.new_buffer(info.dtype, info.numel(), device, BufferKind::Intermediate);
         let chain = vec![reshape(&info.shape)];
-        let made = self.kernel(n, device, target, Tag::Initial, chain.clone())?;
+        let made = self.kernel(n, c, device, target, Tag::Initial, chain.clone())?;
         Ok(Src {
             buffer: target,
             tag: made,
@@ -259,6 +418,7 @@ impl<'a> Planner<'a> {
             target_chain: chain.clone(),
             value: n,
             leaves: BTreeMap::from([(n, src)]),
+            expr: None,
         };
         let made = self.push(Planned::Kernel(spec), reads, target, Tag::Initial);
         Src {
@@ -268,17 +428,19 @@ impl<'a> Planner<'a> {
         }
     }
 
-    /// Plans a kernel storing the value of `value` into `target` (seen through `chain`).
+    /// Plans a kernel storing component `c` of the value of `value` into `target` (seen
+    /// through `chain`).
     fn kernel(
         &mut self,
         value: NodeId,
+        c: usize,
         device: Device,
         target: BufId,
         prev: Tag,
         chain: Vec<Move>,
     ) -> Result<Tag, ScheduleError> {
         let mut leaves = BTreeMap::new();
-        self.collect_leaves(value, false, true, &mut leaves)?;
+        self.collect_leaves(value, c, false, true, &mut leaves)?;
         let mut reads: Vec<(BufId, Tag)> =
             leaves.values().map(|s: &Src| (s.buffer, s.tag)).collect();
         reads.sort();
@@ -289,11 +451,12 @@ impl<'a> Planner<'a> {
             target_chain: chain,
             value,
             leaves,
+            expr: None,
         };
         Ok(self.push(Planned::Kernel(spec), reads, target, prev))
     }
 
-    fn push(&mut self, what: Planned, reads: Vec<(BufId, Tag)>, target: BufId, prev: Tag) -> Tag {
+    pub(super) fn push(&mut self, what: Planned, reads: Vec<(BufId, Tag)>, target: BufId, prev: Tag) -> Tag {
         let made = match &what {
             Planned::Kernel(_) | Planned::Copy { .. } => Tag::Made(self.steps.len()),
         };
@@ -305,12 +468,13 @@ impl<'a> Planner<'a> {
         made
     }
 
-    /// Finds the nodes of a kernel's expression that are read from buffers. `moved` says
-    /// whether a movement op lies between the kernel root and `n` (a reduction under one is
-    /// realized on its own rather than recomputed per element).
+    /// Finds the nodes of a kernel's expression that are read from buffers (component `c` of
+    /// each). `moved` says whether a movement op lies between the kernel root and `n` (a
+    /// reduction under one is realized on its own rather than recomputed per element).
     fn collect_leaves(
         &mut self,
         n: NodeId,
+        c: usize,
         moved: bool,
         root: bool,
         out: &mut BTreeMap<NodeId, Src>,
@@ -332,11 +496,11 @@ impl<'a> Planner<'a> {
         if fuse {
             let moved = moved || node.op.is_movement();
             for &s in &node.src {
-                self.collect_leaves(s, moved, false, out)?;
+                self.collect_leaves(s, c, moved, false, out)?;
             }
             return Ok(());
         }
-        let src = self.value(n)?;
+        let src = self.value_c(n, c)?;
         out.insert(n, src);
         Ok(())
     }
@@ -354,11 +518,22 @@ impl<'a> Planner<'a> {
             return Ok(());
         }
         self.done_stores.insert(s, ());
+        let target = self.g.node(s).src[0];
+        let (root, _) = storage_view(self.g, target).ok_or_else(|| err(s, "STORE target is not storage"))?;
+        // A STORE into a multi-device buffer is one store per device.
+        for c in 0..self.ncomp(root) {
+            self.store_c(s, c)?;
+        }
+        Ok(())
+    }
+
+    /// Component `c` of STORE `s`.
+    fn store_c(&mut self, s: NodeId, c: usize) -> Result<(), ScheduleError> {
         let node = self.g.node(s).clone();
         let (target, value) = (node.src[0], node.src[1]);
         let (root, view) =
             storage_view(self.g, target).ok_or_else(|| err(s, "STORE target is not storage"))?;
-        let base = self.value(root)?;
+        let base = self.value_c(root, c)?;
         let mut chain = base.chain.clone();
         chain.extend(view.iter().map(|&m| self.move_of(m)));
         let buf = base.buffer;
@@ -367,12 +542,12 @@ impl<'a> Planner<'a> {
         let vinfo = self.ver.info(value).clone();
         let value_dev = match &vinfo.device {
             None => decl.device,
-            d => single_device(value, d.as_ref())?,
+            Some(_) => self.device_of(value, self.comp_of(value, c))?,
         };
         let whole_target = chain.iter().all(|m| m.op == Op::RESHAPE) && vinfo.numel() == decl.size;
         if value_dev != decl.device {
             // A STORE into a buffer on another device is a COPY.
-            let src = self.whole_buffer(value)?;
+            let src = self.whole_buffer_c(value, c)?;
             if whole_target {
                 self.push(
                     Planned::Copy {
@@ -417,6 +592,7 @@ impl<'a> Planner<'a> {
                 target_chain: chain,
                 value,
                 leaves,
+                expr: None,
             };
             self.push(Planned::Kernel(spec), reads, buf, base.tag);
             self.retag(buf, base.tag, new_tag);
@@ -425,10 +601,10 @@ impl<'a> Planner<'a> {
         // Same device: one kernel, unless the value reads the target through another view
         // (an in-place update would then read elements it already overwrote).
         let mut leaves = BTreeMap::new();
-        self.collect_leaves(value, false, true, &mut leaves)?;
+        self.collect_leaves(value, c, false, true, &mut leaves)?;
         let hazard = leaves.values().any(|l| l.buffer == buf && l.chain != chain);
         if hazard {
-            let tmp = self.materialize(value)?;
+            let tmp = self.materialize_c(value, c)?;
             let leaves = BTreeMap::from([(value, tmp.clone())]);
             let spec = KernelSpec {
                 device: decl.device,
@@ -436,6 +612,7 @@ impl<'a> Planner<'a> {
                 target_chain: chain,
                 value,
                 leaves,
+                expr: None,
             };
             self.push(
                 Planned::Kernel(spec),
@@ -444,7 +621,7 @@ impl<'a> Planner<'a> {
                 base.tag,
             );
         } else {
-            self.kernel(value, decl.device, buf, base.tag, chain)?;
+            self.kernel(value, c, decl.device, buf, base.tag, chain)?;
         }
         self.retag(buf, base.tag, new_tag);
         Ok(())

@@ -626,7 +626,8 @@ impl<'a> ExprBuilder<'a> {
             stride *= end;
         }
         if self.c.chance(30) {
-            let o = self.int(Int64, self.c.range(1, 5) as i128);
+            let ov = self.c.range(1, 5) as i128;
+            let o = self.int(Int64, ov);
             flat = self.bin(Op::ADD, flat, o);
         }
         // Split by another shape's strides: (flat / st) % d, the first axis without %.
@@ -650,7 +651,8 @@ impl<'a> ExprBuilder<'a> {
         };
         if self.c.chance(20) {
             // A pad bound: where(lo < e, e, 0).
-            let lo = self.int(Int64, self.c.range(-1, 2) as i128);
+            let lv = self.c.range(-1, 2) as i128;
+            let lo = self.int(Int64, lv);
             let c = self.bin(Op::CMPLT, lo, e);
             let z = self.int(Int64, 0);
             return self.wher(c, e, z);
