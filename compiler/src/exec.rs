@@ -9,7 +9,8 @@ use uopkit_interp::eval::{movement, BufferInit, Data, Elem, Value};
 use uopkit_interp::ir::{DType, NodeId};
 
 use crate::runtime::{self, Buffer, Compiled, Device, Unit};
-use crate::schedule::{BufferKind, Schedule, Step};
+use crate::schedule::realize::Move;
+use crate::schedule::{BufId, BufferKind, Schedule, Step};
 
 /// Bytes written into memory that nothing initialized, so that a kernel reading it by
 /// mistake produces visible garbage instead of plausible zeros.
@@ -53,10 +54,16 @@ pub fn run(
         storages.insert(id, buf);
     }
     for b in &s.buffers {
-        if let BufferKind::Graph(node) = b.kind {
+        let (node, c) = match b.kind {
+            BufferKind::Graph(node) => (node, 0),
+            // One component of a multi-device buffer: its own initial contents.
+            BufferKind::GraphComponent(node, c) => (node, c),
+            BufferKind::Intermediate => continue,
+        };
+        {
             if let Some(init) = inputs.get(&node) {
-                let comp = init.first().ok_or_else(|| {
-                    ExecError::Schedule(format!("buffer {node} has no initial contents"))
+                let comp = init.get(c).ok_or_else(|| {
+                    ExecError::Schedule(format!("buffer {node} has no initial contents for component {c}"))
                 })?;
                 let bytes = to_bytes(b.dtype, comp);
                 let storage = &storages[&b.storage];
@@ -120,22 +127,34 @@ pub fn run(
             out.push(None);
             continue;
         };
-        let b = &s.buffers[o.buffer.0 as usize];
-        let bytes = devices[&b.device.to_string()].copy_out(&storages[&b.storage])?;
-        let mut data: Vec<Elem> = from_bytes(b.dtype, &bytes[..b.size * b.dtype.itemsize()])
-            .into_iter()
-            .map(Elem::Bits)
-            .collect();
-        let mut shape = vec![b.size];
-        for m in &o.chain {
-            data = movement::apply(m.op, &m.arg, &shape, &data, &Elem::Bits(0));
-            shape = uopkit_interp::verify::movement_shape(m.op, &m.arg, &shape)
-                .map_err(ExecError::Schedule)?;
-        }
-        out.push(Some(Value {
-            dtype: b.dtype,
-            shape,
-            data: Data::Single(data),
+        let read = |buffer: BufId, chain: &[Move]| -> Result<(DType, Vec<usize>, Vec<Elem>), ExecError> {
+            let b = &s.buffers[buffer.0 as usize];
+            let bytes = devices[&b.device.to_string()].copy_out(&storages[&b.storage])?;
+            let mut data: Vec<Elem> =
+                from_bytes(b.dtype, &bytes[..b.size * b.dtype.itemsize()]).into_iter().map(Elem::Bits).collect();
+            let mut shape = vec![b.size];
+            for m in chain {
+                data = movement::apply(m.op, &m.arg, &shape, &data, &Elem::Bits(0));
+                shape = uopkit_interp::verify::movement_shape(m.op, &m.arg, &shape).map_err(ExecError::Schedule)?;
+            }
+            Ok((b.dtype, shape, data))
+        };
+        out.push(Some(match &o.components {
+            None => {
+                let (dtype, shape, data) = read(o.buffer, &o.chain)?;
+                Value { dtype, shape, data: Data::Single(data) }
+            }
+            // A multi-device value: one component per device.
+            Some(cs) => {
+                let (mut dtype, mut shape, mut comps) = (DType::Void, vec![], vec![]);
+                for (b, ch) in cs {
+                    (dtype, shape, _) = read(*b, ch).map(|(d, s, data)| {
+                        comps.push(data);
+                        (d, s, ())
+                    })?;
+                }
+                Value { dtype, shape, data: Data::Multi(comps) }
+            }
         }));
     }
     Ok(out)

@@ -52,11 +52,39 @@ pub enum Init {
     PerDevice(Vec<Init>),
 }
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// How an output is compared (`docs/comparison.md`). JSON: `"exact"`, `{"ulp": n}`, `"bounded"`,
+/// `{"either": [ALT, …]}`, `{"either_output": [ALT, …]}`, where each ALT is a list shaped like
+/// `expect` (for a multi-device output, one list per device).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Compare {
+    /// The same bits (+0 and −0 differ; NaN per the output's `nan` policy).
     #[default]
     Exact,
+    /// At most n steps apart on the dtype's ordered line (±0 are 0 apart, NaN vs a number never
+    /// matches; NaN vs NaN per the `nan` policy).
+    Ulp(u64),
+    /// Exact against the case's literals (the canonical evaluation order); a backend may land
+    /// anywhere inside the bound the oracle derives from the backend's allowances.
+    Bounded,
+    /// Per element: `expect`'s value or the value at the same position of any alternative
+    /// (`null` there: no alternative at that position).
+    Either(Vec<Json>),
+    /// The whole output equals `expect` or one of the alternatives.
+    EitherOutput(Vec<Json>),
+}
+
+impl Compare {
+    /// The mode's name as written in reports: `exact`, `ulp(2)`, `bounded`, `either`, `either_output`.
+    pub fn label(&self) -> String {
+        match self {
+            Compare::Exact => "exact".into(),
+            Compare::Ulp(n) => format!("ulp({n})"),
+            Compare::Bounded => "bounded".into(),
+            Compare::Either(a) => format!("either({} alternative list(s))", a.len()),
+            Compare::EitherOutput(a) => format!("either_output({} alternative output(s))", a.len()),
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -179,7 +207,12 @@ pub fn json_schema() -> Json {
                     "node": {"type": "integer"},
                     "shape": {"type": "array", "items": {"type": "integer", "minimum": 0}},
                     "expect": {"type": "array"},
-                    "compare": {"enum": ["exact"]},
+                    "compare": {"oneOf": [
+                        {"enum": ["exact", "bounded"]},
+                        {"type": "object", "required": ["ulp"], "properties": {"ulp": {"type": "integer", "minimum": 0}}, "additionalProperties": false},
+                        {"type": "object", "required": ["either"], "properties": {"either": {"type": "array", "items": {"type": "array"}}}, "additionalProperties": false},
+                        {"type": "object", "required": ["either_output"], "properties": {"either_output": {"type": "array", "items": {"type": "array"}}}, "additionalProperties": false}
+                    ]},
                     "nan": {"enum": ["canonical", "any"]}
                 }
             }},

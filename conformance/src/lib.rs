@@ -1,12 +1,17 @@
 //! The conformance kit: case files (`case`, `load`, `inputs`), running them through the
 //! oracle (`run`), comparing results (`compare`) and finding the corpus (`corpus`).
 
+pub mod allowances;
 pub mod backend;
 pub mod case;
 pub mod compare;
 pub mod corpus;
+pub mod fuzz;
+pub mod gen;
 pub mod inputs;
 pub mod load;
 pub mod run;
+pub mod shrink;
+pub mod xfail;
 
 pub use case::Case;

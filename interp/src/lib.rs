@@ -4,6 +4,7 @@
 //! devices) → [`eval`] (the exact interpreter, built on [`scalar`] semantics).
 //! [`tensor`] is a builder shaped like tinygrad's `Tensor` that produces graphs.
 
+pub mod bounds;
 pub mod error;
 pub mod eval;
 pub mod ir;

@@ -16,7 +16,7 @@ use uopkit_interp::kernel::{InstId, KArg, ParamDecl, Program};
 use uopkit_interp::verify::Verified;
 
 use crate::rewrite::RuleSet;
-use crate::schedule::realize::{chain_shape, KernelSpec, Move};
+use crate::schedule::realize::{chain_shape, Expr, KernelSpec, Move, Src};
 use crate::schedule::{BufId, BufferDecl};
 use index::IndexGraph;
 
@@ -39,7 +39,8 @@ pub fn lower(
     passes: &[RuleSet],
 ) -> Result<(Program, Vec<BufId>), LowerError> {
     let mut args = vec![spec.target];
-    for src in spec.leaves.values() {
+    let expr_loads = spec.expr.iter().flat_map(|e| e.loads());
+    for src in spec.leaves.values().chain(expr_loads) {
         if !args.contains(&src.buffer) {
             args.push(src.buffer);
         }
@@ -179,7 +180,10 @@ impl Lowerer<'_> {
         if valid.is_some() {
             return Err(self.err(spec.value, "a STORE target view may not pad"));
         }
-        let v = self.value(spec.value, &vars, None)?;
+        let v = match &spec.expr {
+            Some(e) => self.expr(e, &vars)?,
+            None => self.value(spec.value, &vars, None)?,
+        };
         let flat = self.emit_index(flat);
         let p = self.param(spec.target);
         let dtype = self.buffers[spec.target.0 as usize].dtype;
@@ -262,22 +266,7 @@ impl Lowerer<'_> {
         let node = self.g.node(n).clone();
         let info = self.ver.info(n).clone();
         let v = if let Some(src) = self.spec.leaves.get(&n).cloned() {
-            let size = self.buffers[src.buffer.0 as usize].size;
-            let (flat, gate) = self.view_index(size, &src.chain, idx, valid);
-            let flat = self.emit_index(flat);
-            let p = self.param(src.buffer);
-            let at = self
-                .prog
-                .push(Op::INDEX, info.dtype, vec![p, flat], KArg::None);
-            match gate {
-                None => self.prog.push(Op::LOAD, info.dtype, vec![at], KArg::None),
-                Some(gate) => {
-                    let gate = self.emit_index(gate);
-                    let alt = self.konst(info.dtype, 0);
-                    self.prog
-                        .push(Op::LOAD, info.dtype, vec![at, alt, gate], KArg::None)
-                }
-            }
+            self.load(&src, info.dtype, idx, valid)
         } else {
             match node.op {
                 Op::CONST => {
@@ -332,6 +321,38 @@ impl Lowerer<'_> {
         };
         self.remember(key, v);
         Ok(v)
+    }
+
+    /// Loads the element of view `src` at `idx` (0 where the view pads, or where `valid` is
+    /// false).
+    fn load(&mut self, src: &Src, dtype: DType, idx: &[NodeId], valid: Option<NodeId>) -> InstId {
+        let size = self.buffers[src.buffer.0 as usize].size;
+        let (flat, gate) = self.view_index(size, &src.chain, idx, valid);
+        let flat = self.emit_index(flat);
+        let p = self.param(src.buffer);
+        let at = self.prog.push(Op::INDEX, dtype, vec![p, flat], KArg::None);
+        match gate {
+            None => self.prog.push(Op::LOAD, dtype, vec![at], KArg::None),
+            Some(gate) => {
+                let gate = self.emit_index(gate);
+                let alt = self.konst(dtype, 0);
+                self.prog.push(Op::LOAD, dtype, vec![at, alt, gate], KArg::None)
+            }
+        }
+    }
+
+    /// A kernel expression that no graph node spells (see [`Expr`]) at index `idx`.
+    fn expr(&mut self, e: &Expr, idx: &[NodeId]) -> Result<InstId, LowerError> {
+        Ok(match e {
+            Expr::Load(src) => {
+                let dtype = self.buffers[src.buffer.0 as usize].dtype;
+                self.load(src, dtype, idx, None)
+            }
+            Expr::Alu { op, dtype, src } => {
+                let srcs = src.iter().map(|s| self.expr(s, idx)).collect::<Result<Vec<_>, _>>()?;
+                self.prog.push(*op, *dtype, srcs, KArg::None)
+            }
+        })
     }
 
     /// A reduction: a register accumulator set to the identity, one loop per reduced axis

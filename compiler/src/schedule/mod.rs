@@ -8,7 +8,12 @@
 //!   materialized on its own device first).
 //! - [`order`]: orders steps by read-after-write and write-after-read dependencies.
 //! - [`memory`]: lets intermediate buffers whose lifetimes do not overlap share storage.
+//! - [`allreduce`]: lowers ALLREDUCE to COPY steps and kernels (naive or ring).
+//!
+//! A multi-device value is one buffer per device of its tuple (a multi-device BUFFER node
+//! is one [`BufferKind::GraphComponent`] per device); kernels on it run once per device.
 
+pub mod allreduce;
 pub mod memory;
 pub mod order;
 pub mod realize;
@@ -33,6 +38,8 @@ impl fmt::Display for BufId {
 pub enum BufferKind {
     /// The storage of a BUFFER node of the graph (it keeps its identity: stores write it).
     Graph(NodeId),
+    /// Component `c` (on device `c` of the tuple) of a multi-device BUFFER node.
+    GraphComponent(NodeId, usize),
     /// A buffer the schedule made: a realized intermediate, a COPY target, an output.
     Intermediate,
 }
@@ -67,6 +74,9 @@ pub enum Step {
 pub struct OutputView {
     pub buffer: BufId,
     pub chain: Vec<realize::Move>,
+    /// A multi-device value: every component's view, in device order (the first is
+    /// `buffer`/`chain` again). None for a single-device value.
+    pub components: Option<Vec<(BufId, Vec<realize::Move>)>>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -120,7 +130,7 @@ impl Schedule {
                     .collect(),
             };
             for b in written {
-                if let BufferKind::Graph(n) = self.buffers[b.0 as usize].kind {
+                if let BufferKind::Graph(n) | BufferKind::GraphComponent(n, _) = self.buffers[b.0 as usize].kind {
                     if !out.contains(&n) {
                         out.push(n);
                     }
@@ -139,6 +149,7 @@ impl fmt::Display for Schedule {
         for (i, b) in self.buffers.iter().enumerate() {
             let kind = match b.kind {
                 BufferKind::Graph(n) => format!("graph {n}"),
+                BufferKind::GraphComponent(n, c) => format!("graph {n} component {c}"),
                 BufferKind::Intermediate => "intermediate".to_string(),
             };
             writeln!(
@@ -177,12 +188,11 @@ impl fmt::Display for Schedule {
         writeln!(f, "outputs:")?;
         for (i, o) in self.outputs.iter().enumerate() {
             match o {
-                Some(o) => writeln!(
-                    f,
-                    "  {i}: {} via {} movement op(s)",
-                    o.buffer,
-                    o.chain.len()
-                )?,
+                Some(OutputView { components: Some(cs), .. }) => {
+                    let parts: Vec<String> = cs.iter().map(|(b, ch)| format!("{b} via {}", ch.len())).collect();
+                    writeln!(f, "  {i}: per device [{}] movement op(s)", parts.join(", "))?
+                }
+                Some(o) => writeln!(f, "  {i}: {} via {} movement op(s)", o.buffer, o.chain.len())?,
                 None => writeln!(f, "  {i}: effect")?,
             }
         }
@@ -203,6 +213,31 @@ pub fn default_passes() -> Vec<crate::rewrite::RuleSet> {
     vec![crate::rewrite::symbolic()]
 }
 
+pub use allreduce::AllreduceMode;
+
+/// Scheduling choices that do not change values.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ScheduleOpts {
+    /// How ALLREDUCE is lowered (naive, ring, or tinygrad's automatic choice).
+    pub allreduce: AllreduceMode,
+}
+
+impl ScheduleOpts {
+    /// The environment variable that [`schedule`] and [`schedule_with`] read:
+    /// `UOPKIT_ALLREDUCE=naive|ring|auto` (unset or empty: auto).
+    pub const ALLREDUCE_ENV: &'static str = "UOPKIT_ALLREDUCE";
+
+    /// The options the environment asks for (see [`ScheduleOpts::ALLREDUCE_ENV`]).
+    pub fn from_env() -> Result<ScheduleOpts, String> {
+        let allreduce = match std::env::var(Self::ALLREDUCE_ENV) {
+            Ok(v) => v.parse().map_err(|e| format!("{}: {e}", Self::ALLREDUCE_ENV))?,
+            Err(std::env::VarError::NotPresent) => AllreduceMode::Auto,
+            Err(e) => return Err(format!("{}: {e}", Self::ALLREDUCE_ENV)),
+        };
+        Ok(ScheduleOpts { allreduce })
+    }
+}
+
 /// Schedules everything `roots` need with the default passes (see [`schedule_with`]).
 pub fn schedule(
     g: &uopkit_interp::ir::Graph,
@@ -212,54 +247,85 @@ pub fn schedule(
     schedule_with(g, ver, roots, &default_passes())
 }
 
-/// Schedules everything `roots` need: plans realizations, orders the steps, snapshots
-/// outputs that a later step overwrites, plans memory and lowers each kernel, simplifying
-/// index arithmetic with `passes`.
+/// Schedules with explicit options (the environment is not read) and the default passes.
+pub fn schedule_opts(
+    g: &uopkit_interp::ir::Graph,
+    ver: &uopkit_interp::verify::Verified,
+    roots: &[NodeId],
+    opts: &ScheduleOpts,
+) -> Result<Schedule, ScheduleError> {
+    schedule_with_opts(g, ver, roots, &default_passes(), opts)
+}
+
+/// Schedules everything `roots` need with options from the environment (see
+/// [`ScheduleOpts::from_env`] and [`schedule_with_opts`]).
 pub fn schedule_with(
     g: &uopkit_interp::ir::Graph,
     ver: &uopkit_interp::verify::Verified,
     roots: &[NodeId],
     passes: &[crate::rewrite::RuleSet],
 ) -> Result<Schedule, ScheduleError> {
+    let opts = ScheduleOpts::from_env()
+        .map_err(|reason| ScheduleError { node: roots.first().copied().unwrap_or(NodeId(0)), reason })?;
+    schedule_with_opts(g, ver, roots, passes, &opts)
+}
+
+/// Schedules everything `roots` need: plans realizations, orders the steps, snapshots
+/// outputs that a later step overwrites, plans memory and lowers each kernel, simplifying
+/// index arithmetic with `passes`.
+pub fn schedule_with_opts(
+    g: &uopkit_interp::ir::Graph,
+    ver: &uopkit_interp::verify::Verified,
+    roots: &[NodeId],
+    passes: &[crate::rewrite::RuleSet],
+    opts: &ScheduleOpts,
+) -> Result<Schedule, ScheduleError> {
     use realize::{Planned, Planner};
     use std::collections::BTreeSet;
 
     let mut p = Planner::new(g, ver, roots)?;
+    p.allreduce = opts.allreduce;
+    // Per root: None for an effect, else (whether it is multi-device, its components).
     let mut outs = vec![];
     for &r in roots {
         let n = g.node(r);
         if n.dtype == DType::Void {
             p.run_effects(&[r])?;
             outs.push(None);
+        } else if p.is_multi(r) && n.op != uopkit_interp::ir::Op::UNSHARD {
+            outs.push(Some((true, p.components(r)?)));
         } else {
-            outs.push(Some(p.value(r)?));
+            // (An UNSHARD output is gathered on the tuple's first device.)
+            outs.push(Some((false, vec![p.value(r)?])));
         }
     }
     // An output that reads a version some step overwrites is copied out before that step.
     let finals = order::final_tags(&p.steps);
     let mut out_views = vec![];
     for (&r, out) in roots.iter().zip(&outs) {
-        let Some(src) = out else {
+        let Some((multi, comps)) = out else {
             out_views.push(None);
             continue;
         };
-        let is_final = finals.get(&src.buffer).is_none_or(|t| *t == src.tag);
-        let src = if is_final {
-            src.clone()
-        } else {
-            p.snapshot(r, src.clone())
-        };
-        out_views.push(Some(OutputView {
-            buffer: src.buffer,
-            chain: src.chain,
-        }));
+        let mut views = vec![];
+        for src in comps {
+            let is_final = finals.get(&src.buffer).is_none_or(|t| *t == src.tag);
+            let src = if is_final { src.clone() } else { p.snapshot(r, src.clone()) };
+            views.push((src.buffer, src.chain));
+        }
+        let (buffer, chain) = views[0].clone();
+        out_views.push(Some(OutputView { buffer, chain, components: multi.then_some(views) }));
     }
     let run_order = order::order(&p.steps)?;
     let mut buffers = p.buffers.clone();
     let ordered: Vec<&realize::PlannedStep> = run_order.iter().map(|&i| &p.steps[i]).collect();
     // Outputs live to the end; COPY endpoints keep their own storage (copies move whole
     // allocations).
-    let mut keep: BTreeSet<BufId> = out_views.iter().flatten().map(|o| o.buffer).collect();
+    let mut keep: BTreeSet<BufId> = BTreeSet::new();
+    for o in out_views.iter().flatten() {
+        keep.insert(o.buffer);
+        keep.extend(o.components.iter().flatten().map(|(b, _)| *b));
+    }
     for s in &ordered {
         if let Planned::Copy { dst, src } = s.what {
             keep.extend([dst, src]);
@@ -269,29 +335,13 @@ pub fn schedule_with(
     let mut steps = vec![];
     for (k, s) in ordered.iter().enumerate() {
         steps.push(match &s.what {
-            Planned::Copy { dst, src } => Step::Copy {
-                dst: *dst,
-                src: *src,
-            },
+            Planned::Copy { dst, src } => Step::Copy { dst: *dst, src: *src },
             Planned::Kernel(spec) => {
-                let (program, args) =
-                    crate::lower::lower(&format!("k{k}"), spec, &buffers, g, ver, passes).map_err(
-                        |e| ScheduleError {
-                            node: e.node,
-                            reason: e.reason,
-                        },
-                    )?;
-                Step::Kernel {
-                    device: spec.device,
-                    program,
-                    args,
-                }
+                let (program, args) = crate::lower::lower(&format!("k{k}"), spec, &buffers, g, ver, passes)
+                    .map_err(|e| ScheduleError { node: e.node, reason: e.reason })?;
+                Step::Kernel { device: spec.device, program, args }
             }
         });
     }
-    Ok(Schedule {
-        buffers,
-        steps,
-        outputs: out_views,
-    })
+    Ok(Schedule { buffers, steps, outputs: out_views })
 }

@@ -12,8 +12,8 @@
 //! planned per *component* (`value_c(n, c)` is component `c` of `n`; a single-device value
 //! has the one component 0). Kernels on a multi-device value run once per device, MSELECT
 //! picks a component, MSTACK lists its sources, a broadcast COPY is one COPY per other device,
-//! a gather (COPY of an UNSHARD) copies the shards to the target and concatenates them in one
-//! kernel, and ALLREDUCE is lowered in [`super::allreduce`].
+//! a gather (COPY of an UNSHARD) copies the shards to the target and writes each into its
+//! window of one buffer, and ALLREDUCE is lowered in [`super::allreduce`].
 
 use std::collections::BTreeMap;
 
@@ -50,7 +50,8 @@ pub struct Src {
     pub chain: Vec<Move>,
 }
 
-/// A kernel expression that no graph node spells (allreduce folds, chunk slices, concatenations).
+/// A kernel expression that no graph node spells (allreduce folds, chunk slices, shard and
+/// chunk placement).
 /// It is evaluated at every index of the kernel's target view; every view it loads has the
 /// target view's shape.
 #[derive(Clone, Debug, PartialEq)]
@@ -59,9 +60,6 @@ pub enum Expr {
     Load(Src),
     /// An ALU op on sub-expressions; `dtype` is the result's.
     Alu { op: Op, dtype: DType, src: Vec<Expr> },
-    /// Concatenation: the element of the one view that is not padding at the index (each view
-    /// pads a part into the whole shape; where none is valid, the last view's padding).
-    Pick(Vec<Src>),
 }
 
 impl Expr {
@@ -70,7 +68,6 @@ impl Expr {
         match self {
             Expr::Load(s) => vec![s],
             Expr::Alu { src, .. } => src.iter().flat_map(|e| e.loads()).collect(),
-            Expr::Pick(parts) => parts.iter().collect(),
         }
     }
 }
@@ -307,7 +304,8 @@ impl<'a> Planner<'a> {
     }
 
     /// The logical value of `u` = UNSHARD(x, axis) on device `to`: every shard that is not on
-    /// `to` is copied there whole, then one kernel concatenates the shards along `axis`.
+    /// `to` is copied there whole, then one kernel per shard writes it into its window of the
+    /// concatenation along `axis`.
     fn gather(&mut self, u: NodeId, to: Device) -> Result<Src, ScheduleError> {
         let node = self.g.node(u).clone();
         let Arg::Axis(axis) = node.arg else {
@@ -318,32 +316,47 @@ impl<'a> Planner<'a> {
         let shard = self.ver.info(x).clone();
         let mut parts = vec![];
         for c in 0..self.ncomp(x) {
-            let mut s = if self.device_of(x, c)? == to {
+            parts.push(if self.device_of(x, c)? == to {
                 self.value_c(x, c)?
             } else {
                 let whole = self.whole_buffer_c(x, c)?;
                 self.copy_to(&whole, to, shard.dtype, shard.numel(), &shard.shape)
-            };
-            let mut offsets = vec![0; shard.shape.len()];
-            offsets[axis] = c * shard.shape[axis];
-            s.chain.push(Move { op: Op::PAD, arg: Arg::Window { offsets, sizes: full.shape.clone() } });
-            parts.push(s);
+            });
         }
         let target = self.new_buffer(full.dtype, full.numel(), to, BufferKind::Intermediate);
-        let chain = vec![reshape(&full.shape)];
-        let made = self.expr_kernel(u, to, target, chain.clone(), Expr::Pick(parts));
-        Ok(Src { buffer: target, tag: made, chain })
+        let mut tag = Tag::Initial;
+        for (c, part) in parts.into_iter().enumerate() {
+            let mut offsets = vec![0; shard.shape.len()];
+            offsets[axis] = c * shard.shape[axis];
+            let window = Move { op: Op::SHRINK, arg: Arg::Window { offsets, sizes: shard.shape.clone() } };
+            tag = self.expr_kernel_over(u, to, target, tag, vec![reshape(&full.shape), window], Expr::Load(part));
+        }
+        Ok(Src { buffer: target, tag, chain: vec![reshape(&full.shape)] })
     }
 
     /// Plans a kernel on `device` storing `expr` into the fresh buffer `target` (seen through
     /// `chain`); `value` is the graph node it serves.
     pub(super) fn expr_kernel(&mut self, value: NodeId, device: Device, target: BufId, chain: Vec<Move>, expr: Expr) -> Tag {
+        self.expr_kernel_over(value, device, target, Tag::Initial, chain, expr)
+    }
+
+    /// Like [`Planner::expr_kernel`], over version `prev` of `target` (a write into a view
+    /// of a buffer that earlier steps wrote too).
+    pub(super) fn expr_kernel_over(
+        &mut self,
+        value: NodeId,
+        device: Device,
+        target: BufId,
+        prev: Tag,
+        chain: Vec<Move>,
+        expr: Expr,
+    ) -> Tag {
         let mut reads: Vec<(BufId, Tag)> = expr.loads().iter().map(|s| (s.buffer, s.tag)).collect();
         reads.sort();
         reads.dedup();
         let spec =
             KernelSpec { device, target, target_chain: chain, value, leaves: BTreeMap::new(), expr: Some(expr) };
-        self.push(Planned::Kernel(spec), reads, target, Tag::Initial)
+        self.push(Planned::Kernel(spec), reads, target, prev)
     }
 
     /// Movement over storage is a view, not a computation.

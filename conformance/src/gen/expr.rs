@@ -361,7 +361,7 @@ impl<'a> ExprBuilder<'a> {
     }
 
     fn expr_inner(&mut self, dt: DType, depth: usize) -> NodeId {
-        if depth == 0 || self.c.chance(15) {
+        if depth == 0 || !self.c.chance(85) {
             return self.leaf(dt);
         }
         let d = depth - 1;

@@ -118,9 +118,7 @@ pub(crate) fn analyze(prog: &Program) -> Result<Analysis, KernelError> {
             }
             if let Some(r) = scope[s.index()] {
                 if closed[r] {
-                    return Err(bad(format!(
-                        "source {k} ({s}) is defined inside the loop of v{r}, which was closed before this use"
-                    )));
+                    return Err(bad(format!("source {k} ({s}) is defined inside the loop of v{r}, which was closed before this use")));
                 }
             }
         }
@@ -370,11 +368,7 @@ pub(crate) fn analyze(prog: &Program) -> Result<Analysis, KernelError> {
         }
     }
     if let Some(&r) = open.last() {
-        return Err(KernelError::Malformed {
-            inst: InstId(r as u32),
-            op: Op::RANGE,
-            reason: "the loop is never closed (no END)".into(),
-        });
+        return Err(KernelError::Malformed { inst: InstId(r as u32), op: Op::RANGE, reason: "the loop is never closed (no END)".into() });
     }
     for (d, ((kind, name), (extent, insts))) in dims.into_iter().enumerate() {
         for i in insts {
@@ -447,4 +441,33 @@ fn check_alu(prog: &Program, i: usize, kinds: &[Kind]) -> Result<(), String> {
         return Err("MULACC on bool".into());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::ParamDecl;
+
+    #[test]
+    fn special_names() {
+        assert_eq!(parse_special("gidx0"), Some(DimKind::Group));
+        assert_eq!(parse_special("idx12"), Some(DimKind::Group));
+        assert_eq!(parse_special("lidx2"), Some(DimKind::Local));
+        assert_eq!(parse_special("lidx"), None);
+        assert_eq!(parse_special("gidx0x"), None);
+        assert_eq!(parse_special("threadIdx"), None);
+    }
+
+    #[test]
+    fn analysis_pairs_loops_and_numbers_buffers() {
+        let mut p = Program::new("t", vec![ParamDecl { dtype: DType::Int32, size: 2, written: true }]);
+        let n = p.push(Op::CONST, DType::Int64, vec![], KArg::Const(2));
+        let r = p.push(Op::RANGE, DType::Int64, vec![n], KArg::Axis(0));
+        let reg = p.push(Op::BUFFER, DType::Int32, vec![], KArg::Reg(3));
+        let e = p.push(Op::END, DType::Void, vec![r], KArg::None);
+        let a = analyze(&p).unwrap();
+        assert_eq!((a.partner[r.index()], a.partner[e.index()]), (e.index(), r.index()));
+        assert_eq!(a.regs, vec![(reg, 3)]);
+        assert_eq!(a.mem[reg.index()], Some(Mem::Reg(reg)));
+    }
 }

@@ -13,8 +13,13 @@
 //!   out-of-bounds (or poisoned) INDEX that no LOAD or STORE dereferences, or only under a
 //!   false gate, is fine.
 //! * Undefined behaviour stops the run with [`KernelError::Ub`] naming the instruction
-//!   (and the work item, memory and element where relevant). A step budget (instruction
-//!   executions, all work items together) bounds every run: the interpreter never hangs.
+//!   (and the work item, memory and element where relevant). For ALU ops and CAST,
+//!   [`UbMode`] says when: at once (the default, the table's literal semantics), or only
+//!   when the undefined result is used (stored, dereferenced, a gate or a loop bound), so
+//!   that a lane the program computes and then discards with a WHERE is fine.
+//! * A step budget (instruction executions, all work items together; default
+//!   [`DEFAULT_STEP_BUDGET`] or `UOPKIT_KERNEL_STEP_BUDGET`) bounds every run: the
+//!   interpreter never hangs.
 //! * Launches: the SPECIALs' extents define the work items (their cross product) and the
 //!   workgroups (`gidxN`/`idxN` coordinates; `lidxN` are the items inside a workgroup).
 //!   Workgroups run one after another, in an order shuffled by the seed. Inside a
@@ -114,8 +119,10 @@ pub enum KernelError {
     #[error("kernel arguments: {0}")]
     Args(String),
     /// Undefined behaviour at one instruction of one work item. `mem`/`index`: the access
-    /// (for memory errors); `poison`: how poison was used and which element it came from.
-    #[error("{inst} ({op}){item}: undefined behaviour: {kind}{}", ub_detail(mem, index, poison))]
+    /// (for memory errors); `poison`: how poison was used and which element it came from;
+    /// `observed`: under [`UbMode::Deferred`], the instruction that used the result of the
+    /// undefined operation `inst`.
+    #[error("{inst} ({op}){item}: undefined behaviour: {kind}{}", ub_detail(mem, index, poison, observed))]
     Ub {
         inst: InstId,
         op: Op,
@@ -123,6 +130,7 @@ pub enum KernelError {
         mem: Option<Mem>,
         index: Option<i128>,
         poison: Option<(PoisonUse, Elem)>,
+        observed: Option<(InstId, Op)>,
         item: WorkItem,
     },
     /// The run executed `steps` instructions (all work items together) without finishing;
@@ -147,8 +155,11 @@ impl KernelError {
     }
 }
 
-fn ub_detail(mem: &Option<Mem>, index: &Option<i128>, poison: &Option<(PoisonUse, Elem)>) -> String {
+fn ub_detail(mem: &Option<Mem>, index: &Option<i128>, poison: &Option<(PoisonUse, Elem)>, observed: &Option<(InstId, Op)>) -> String {
     let mut parts = vec![];
+    if let Some((i, op)) = observed {
+        parts.push(format!("its result is used by {i} ({op})"));
+    }
     match (mem, index) {
         (Some(m), Some(i)) => parts.push(format!("element {i} of {m}")),
         (Some(m), None) => parts.push(format!("{m}")),
@@ -177,21 +188,36 @@ pub struct RunOpts {
     pub step_budget: u64,
     /// Seeds the order in which workgroups, and work items between barriers, run.
     pub seed: u64,
+    /// When undefined behaviour of an ALU op or CAST is reported.
+    pub ub: UbMode,
+}
+
+/// When an ALU op or CAST whose result is undefined (integer division by zero, a shift out
+/// of range, a float→int cast out of range, …) stops the run.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub enum UbMode {
+    /// At once: the op itself is undefined behaviour (a stricter reading, for tests).
+    Immediate,
+    /// When its result is used: the op yields poison that names it, and the run stops (with
+    /// the op's error) only when that poison is stored, dereferenced as an index, used as a
+    /// gate or a loop bound. A WHERE whose defined condition picks the other operand, or a
+    /// gated-off LOAD's alternative that is never used, discards it. This is what a renderer
+    /// that makes division, modulo and shifts total computes (the C renderer does, for the
+    /// padded lanes the lowering computes and then discards). The kernel IR's definition.
+    #[default]
+    Deferred,
 }
 
 impl RunOpts {
     /// `UOPKIT_KERNEL_STEP_BUDGET` if it is set to a number, else [`DEFAULT_STEP_BUDGET`].
     pub fn default_step_budget() -> u64 {
-        std::env::var("UOPKIT_KERNEL_STEP_BUDGET")
-            .ok()
-            .and_then(|s| s.trim().replace('_', "").parse().ok())
-            .unwrap_or(DEFAULT_STEP_BUDGET)
+        std::env::var("UOPKIT_KERNEL_STEP_BUDGET").ok().and_then(|s| s.trim().replace('_', "").parse().ok()).unwrap_or(DEFAULT_STEP_BUDGET)
     }
 }
 
 impl Default for RunOpts {
     fn default() -> Self {
-        RunOpts { step_budget: Self::default_step_budget(), seed: 0 }
+        RunOpts { step_budget: Self::default_step_budget(), seed: 0, ub: UbMode::Deferred }
     }
 }
 
@@ -229,7 +255,7 @@ pub fn run(prog: &Program, bufs: &mut [Vec<Elem>], opts: &RunOpts) -> Result<Run
             return Err(KernelError::Args(format!("param slot {s} holds {} elements, got a buffer of {}", p.size, b.len())));
         }
     }
-    let mut ex = Exec { prog, an: &an, bufs, steps: 0, budget: opts.step_budget, stats: RunStats::default() };
+    let mut ex = Exec { prog, an: &an, bufs, steps: 0, budget: opts.step_budget, ub: opts.ub, stats: RunStats::default() };
     ex.launch(opts.seed)?;
     ex.stats.steps = ex.steps;
     Ok(ex.stats)
@@ -239,7 +265,7 @@ pub fn run(prog: &Program, bufs: &mut [Vec<Elem>], opts: &RunOpts) -> Result<Run
 struct Rng(u64);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
+    fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -249,7 +275,7 @@ impl Rng {
 
     /// Uniform-enough in 0..n (n > 0).
     fn below(&mut self, n: u64) -> u64 {
-        ((self.next() as u128 * n as u128) >> 64) as u64
+        ((self.next_u64() as u128 * n as u128) >> 64) as u64
     }
 
     fn shuffle<T>(&mut self, v: &mut [T]) {
@@ -267,15 +293,33 @@ fn gcd(mut a: u64, mut b: u64) -> u64 {
     a
 }
 
+/// The result of an undefined ALU op or CAST under [`UbMode::Deferred`].
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+struct Trap {
+    inst: InstId,
+    op: Op,
+    kind: Ub,
+}
+
+/// A scalar: an element (bits or poison), or the result of undefined behaviour.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum X {
+    E(Elem),
+    Trap(Trap),
+}
+
 /// A value of one instruction in one work item.
 #[derive(Clone, Debug)]
 enum Val {
     /// Not computed yet (or an effect).
     None,
-    Elem(Elem),
+    X(X),
     Mem(Mem),
     /// An address: a memory and an element index (or the poison the index was).
-    Ptr { mem: Mem, index: Result<i128, Elem> },
+    Ptr {
+        mem: Mem,
+        index: Result<i128, X>,
+    },
 }
 
 #[derive(Clone, Debug)]
@@ -308,6 +352,7 @@ struct Exec<'a> {
     bufs: &'a mut [Vec<Elem>],
     steps: u64,
     budget: u64,
+    ub: UbMode,
     stats: RunStats,
 }
 
@@ -441,6 +486,7 @@ impl Exec<'_> {
     fn exec(&mut self, item: &mut Item, locals: &mut [Vec<Elem>]) -> Result<Stop, KernelError> {
         let prog = self.prog;
         let an = self.an;
+        let mode = self.ub;
         let n = prog.insts.len();
         while item.pc < n {
             let pc = item.pc;
@@ -457,11 +503,35 @@ impl Exec<'_> {
                 mem,
                 index,
                 poison,
+                observed: None,
                 item: work_item(an, item),
             };
-            let elem = |item: &Item, k: usize| -> Result<Elem, KernelError> {
+            // A trap that this instruction uses: the undefined op's error.
+            let observe = |item: &Item, x: X| -> Result<Elem, KernelError> {
+                match x {
+                    X::E(e) => Ok(e),
+                    X::Trap(t) => Err(KernelError::Ub {
+                        inst: t.inst,
+                        op: t.op,
+                        kind: t.kind,
+                        mem: None,
+                        index: None,
+                        poison: None,
+                        observed: Some((id, inst.op)),
+                        item: work_item(an, item),
+                    }),
+                }
+            };
+            // An undefined op: an error now, or a trap for later.
+            let undefined = |item: &Item, kind: Ub| -> Result<Val, KernelError> {
+                match mode {
+                    UbMode::Immediate => Err(ub(item, kind, None, None, None)),
+                    UbMode::Deferred => Ok(Val::X(X::Trap(Trap { inst: id, op: inst.op, kind }))),
+                }
+            };
+            let elem = |item: &Item, k: usize| -> Result<X, KernelError> {
                 match &item.vals[inst.src[k].index()] {
-                    Val::Elem(e) => Ok(*e),
+                    Val::X(x) => Ok(*x),
                     _ => Err(KernelError::Malformed {
                         inst: id,
                         op: inst.op,
@@ -482,10 +552,10 @@ impl Exec<'_> {
                         Val::Mem(Mem::Local(id))
                     }
                 }
-                Op::CONST => Val::Elem(Elem::Bits(if let KArg::Const(b) = inst.arg { b } else { 0 })),
-                Op::SPECIAL => Val::Elem(Elem::Bits(wrap_i128(inst.dtype, item.coords[an.slot[pc]] as i128))),
+                Op::CONST => Val::X(X::E(Elem::Bits(if let KArg::Const(b) = inst.arg { b } else { 0 }))),
+                Op::SPECIAL => Val::X(X::E(Elem::Bits(wrap_i128(inst.dtype, item.coords[an.slot[pc]] as i128)))),
                 Op::RANGE => {
-                    let end = match elem(item, 0)? {
+                    let end = match observe(item, elem(item, 0)?)? {
                         Elem::Bits(b) => to_i128(prog.insts[inst.src[0].index()].dtype, b),
                         p => return Err(ub(item, Ub::UninitializedRead, None, None, Some((PoisonUse::LoopBound, p)))),
                     };
@@ -497,7 +567,7 @@ impl Exec<'_> {
                         Val::None
                     } else {
                         item.loops.push(Loop { range: pc, end, i: 0 });
-                        Val::Elem(Elem::Bits(0))
+                        Val::X(X::E(Elem::Bits(0)))
                     }
                 }
                 Op::END => {
@@ -507,7 +577,7 @@ impl Exec<'_> {
                     l.i += 1;
                     if l.i < l.end {
                         let (range, i) = (l.range, l.i);
-                        item.vals[range] = Val::Elem(Elem::Bits(wrap_i128(prog.insts[range].dtype, i)));
+                        item.vals[range] = Val::X(X::E(Elem::Bits(wrap_i128(prog.insts[range].dtype, i))));
                         next = range + 1;
                     } else {
                         item.loops.pop();
@@ -519,8 +589,8 @@ impl Exec<'_> {
                         return Err(KernelError::Malformed { inst: id, op: inst.op, reason: "source 0 is not a buffer".into() });
                     };
                     let index = match elem(item, 1)? {
-                        Elem::Bits(b) => Ok(to_i128(prog.insts[inst.src[1].index()].dtype, b)),
-                        p => Err(p),
+                        X::E(Elem::Bits(b)) => Ok(to_i128(prog.insts[inst.src[1].index()].dtype, b)),
+                        other => Err(other),
                     };
                     Val::Ptr { mem, index }
                 }
@@ -528,7 +598,7 @@ impl Exec<'_> {
                     let load = inst.op == Op::LOAD;
                     let gated = inst.src.len() == 3;
                     let open = if gated {
-                        match elem(item, 2)? {
+                        match observe(item, elem(item, 2)?)? {
                             Elem::Bits(b) => b & 1 != 0,
                             p => return Err(ub(item, Ub::UninitializedRead, None, None, Some((PoisonUse::Gate, p)))),
                         }
@@ -537,16 +607,22 @@ impl Exec<'_> {
                     };
                     if !open {
                         if load {
-                            Val::Elem(elem(item, 1)?)
+                            Val::X(elem(item, 1)?)
                         } else {
                             Val::None
                         }
                     } else {
-                        let Val::Ptr { mem, index } = item.vals[inst.src[0].index()].clone() else {
+                        let Val::Ptr { mem, index } = item.vals[inst.src[0].index()] else {
                             return Err(KernelError::Malformed { inst: id, op: inst.op, reason: "source 0 is not an address".into() });
                         };
-                        let index = index.map_err(|p| ub(item, Ub::UninitializedRead, Some(mem), None, Some((PoisonUse::Index, p))))?;
-                        let value = if load { None } else { Some(elem(item, 1)?) };
+                        let index = match index {
+                            Ok(i) => i,
+                            Err(x) => {
+                                let p = observe(item, x)?;
+                                return Err(ub(item, Ub::UninitializedRead, Some(mem), None, Some((PoisonUse::Index, p))));
+                            }
+                        };
+                        let value = if load { None } else { Some(observe(item, elem(item, 1)?)?) };
                         let size = match mem {
                             Mem::Param(s) => self.bufs[s as usize].len(),
                             Mem::Reg(b) => item.regs[an.slot[b.index()]].len(),
@@ -562,7 +638,7 @@ impl Exec<'_> {
                         };
                         let slot = &mut store[index as usize];
                         match value {
-                            None => Val::Elem(*slot),
+                            None => Val::X(X::E(*slot)),
                             Some(v) => {
                                 *slot = v;
                                 Val::None
@@ -573,32 +649,38 @@ impl Exec<'_> {
                 Op::CAST | Op::BITCAST => {
                     let from = prog.insts[inst.src[0].index()].dtype;
                     match elem(item, 0)? {
-                        Elem::Bits(b) => {
-                            let r = if inst.op == Op::CAST {
-                                scalar::cast(from, inst.dtype, b).map_err(|k| ub(item, k, None, None, None))?
+                        X::E(Elem::Bits(b)) => {
+                            if inst.op == Op::CAST {
+                                match scalar::cast(from, inst.dtype, b) {
+                                    Ok(r) => Val::X(X::E(Elem::Bits(r))),
+                                    Err(kind) => undefined(item, kind)?,
+                                }
                             } else {
-                                scalar::bitcast(from, inst.dtype, b).ok_or_else(|| KernelError::Malformed {
+                                let r = scalar::bitcast(from, inst.dtype, b).ok_or_else(|| KernelError::Malformed {
                                     inst: id,
                                     op: inst.op,
                                     reason: format!("BITCAST from {from} to {}", inst.dtype),
-                                })?
-                            };
-                            Val::Elem(Elem::Bits(r))
+                                })?;
+                                Val::X(X::E(Elem::Bits(r)))
+                            }
                         }
-                        p => Val::Elem(p),
+                        other => Val::X(other),
                     }
                 }
                 Op::BARRIER => {
                     return Ok(Stop::Barrier);
                 }
                 op if op.is_alu() => {
-                    let mut operands = [Elem::Bits(0); 3];
+                    let mut operands = [X::E(Elem::Bits(0)); 3];
                     for (k, o) in operands.iter_mut().enumerate().take(inst.src.len()) {
                         *o = elem(item, k)?;
                     }
+                    let operands = &operands[..inst.src.len()];
                     let operand_dt = prog.insts[inst.src[if op == Op::WHERE { 1 } else { 0 }].index()].dtype;
-                    let r = alu_elem(op, operand_dt, &operands[..inst.src.len()]).map_err(|k| ub(item, k, None, None, None))?;
-                    Val::Elem(r)
+                    match alu_x(op, operand_dt, operands) {
+                        Ok(x) => Val::X(x),
+                        Err(kind) => undefined(item, kind)?,
+                    }
                 }
                 op => {
                     return Err(KernelError::Malformed { inst: id, op, reason: format!("{op} is not a kernel-level instruction") });
@@ -630,20 +712,21 @@ fn unravel(mut flat: u64, ds: &[usize], dims: &[super::check::Dim], coords: &mut
     }
 }
 
-/// One ALU op on elements: poison in, poison out (WHERE with a defined condition only
-/// looks at the chosen branch), as the tensor oracle does.
-fn alu_elem(op: Op, dt: DType, operands: &[Elem]) -> Result<Elem, Ub> {
+/// One ALU op on scalars: poison (or a trap) in, poison out, as the tensor oracle does:
+/// WHERE with a defined condition only looks at the chosen branch; otherwise the first
+/// operand that is not bits is the result.
+fn alu_x(op: Op, dt: DType, operands: &[X]) -> Result<X, Ub> {
     if op == Op::WHERE {
-        if let Elem::Bits(c) = operands[0] {
+        if let X::E(Elem::Bits(c)) = operands[0] {
             return Ok(if c & 1 != 0 { operands[1] } else { operands[2] });
         }
     }
     let mut bits = [0u64; 3];
-    for (k, e) in operands.iter().enumerate() {
-        match *e {
-            Elem::Bits(b) => bits[k] = b,
-            poison => return Ok(poison),
+    for (k, x) in operands.iter().enumerate() {
+        match *x {
+            X::E(Elem::Bits(b)) => bits[k] = b,
+            other => return Ok(other),
         }
     }
-    scalar::alu(op, dt, &bits[..operands.len()]).map(Elem::Bits)
+    scalar::alu(op, dt, &bits[..operands.len()]).map(|b| X::E(Elem::Bits(b)))
 }

@@ -18,9 +18,16 @@
 //! | INDEX | (buf, idx) | – | the address of element idx (idx int64) of a PARAM or BUFFER |
 //! | LOAD | (index) or (index, alt, gate) | – | read; when gated and gate is false, `alt` without reading |
 //! | STORE | (index, value) or (index, value, gate) | – | write (skipped when the gate is false) |
-//! | ALU, CAST, BITCAST | operands | – | as in `crate::scalar` (one element) |
+//! | ALU, CAST, BITCAST | operands | – | as in `crate::scalar` (one element); an undefined result (division by zero, …) is poison |
 //! | SPECIAL | (end) | `Special(name)` | launch index 0..end (`gidxN`: workgroup, `lidxN`: item in the workgroup, `idxN`: global, one item per workgroup); end is a CONST, top level only |
 //! | BARRIER | (deps…) | – | waits for every work item of the workgroup |
+//!
+//! Undefined ALU results are **poison**, not immediate errors: lowering computes speculatively
+//! on lanes it then discards (padding evaluates the padded expression on gated loads that
+//! read 0), so a division by zero there is harmless. Poison becomes an error only when it is
+//! stored, used as an index, a gate or a loop bound (`interp::UbMode::Deferred`, the default;
+//! `Immediate` is the stricter reading for tests). The C renderer refines this by making those
+//! ops total.
 //!
 //! [`check::check`] enforces these rules; [`interp::run`] executes a program exactly.
 

@@ -1,0 +1,296 @@
+//! Differential fuzzing of the compiler against the oracle.
+//!
+//! [`run`] generates tensor programs (`gen::tensor`) from a seed, runs each through the
+//! backend and the oracle (`backend::check_cpu`: every output compared bit for bit), and on
+//! a disagreement shrinks the program ([`crate::shrink`]: first the recipe, then the graph)
+//! to a small case that still disagrees the same way, writes it to `out_dir` under a new
+//! name (`fuzz_<seed>_<n>.json`, never overwriting) with the oracle's values as expected
+//! values (see `corpus/regressions/README.md`), and reports it with the stage that first
+//! diverges ([`first_divergence`]).
+//!
+//! Everything runs on the calling thread, so thread-local settings (the compiler's test-only
+//! fault injection) apply. The same seed and options give the same cases.
+
+use std::fmt;
+use std::io::Write as _;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use proptest::strategy::{Strategy, ValueTree};
+
+use crate::backend;
+use crate::case::Case;
+use crate::gen::export::fill_expect_from_oracle;
+use crate::gen::rules::seeded_runner;
+use crate::gen::tensor::{recipe, Generated, TensorConfig};
+use crate::run;
+use crate::shrink::{shrink_case, shrink_recipe, ShrinkOpts, ShrinkStats};
+
+/// What to fuzz and for how long.
+#[derive(Clone, Debug)]
+pub struct FuzzOpts {
+    /// The backend under test: `"cpu"`.
+    pub backend: String,
+    /// Wall-clock budget for generating and checking cases (shrinking a failure may run
+    /// past it, within `shrink`'s own budget).
+    pub seconds: u64,
+    pub seed: u64,
+    /// Stop after this many generated cases.
+    pub max_cases: Option<u64>,
+    /// Where shrunk failing cases are written (the corpus keeps them in
+    /// `corpus/regressions/`). Created when missing.
+    pub out_dir: PathBuf,
+    /// Stop after this many failures (each is shrunk and written).
+    pub max_failures: u64,
+    /// What the generated programs contain.
+    pub gen: TensorConfig,
+    /// Limits of shrinking one failure (recipe and graph each get this budget).
+    pub shrink: ShrinkOpts,
+}
+
+impl Default for FuzzOpts {
+    fn default() -> Self {
+        FuzzOpts {
+            backend: "cpu".into(),
+            seconds: 60,
+            seed: 0,
+            max_cases: None,
+            out_dir: PathBuf::from("corpus/regressions"),
+            max_failures: 1,
+            gen: TensorConfig::default(),
+            shrink: ShrinkOpts::default(),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("unknown backend '{0}' (the fuzzer supports: cpu)")]
+    UnknownBackend(String),
+    #[error("cannot write {}: {source}", path.display())]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("{0}")]
+    Generate(String),
+}
+
+/// How a backend failed on a case. Shrinking keeps the class.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum FailClass {
+    /// Outputs differ from the oracle's.
+    Mismatch,
+    /// The backend could not schedule, lower, compile or run the case.
+    Backend,
+    /// The backend panicked.
+    Panic,
+}
+
+/// The outcome of one case on a backend.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    Pass,
+    /// Not a test of the backend: the oracle reports an error or undefined behaviour, or the
+    /// backend does not take such cases yet.
+    Skip(String),
+    Fail { class: FailClass, message: String },
+}
+
+/// Runs `case` on the CPU backend and compares with the oracle (panics caught).
+pub fn check_cpu_case(case: &Case) -> Verdict {
+    if let Some(r) = backend::cpu_skip_reason(case) {
+        return Verdict::Skip(r.to_string());
+    }
+    if let Err(e) = run::run_oracle(case) {
+        return Verdict::Skip(format!("oracle: {e}"));
+    }
+    match catch_unwind(AssertUnwindSafe(|| backend::check_cpu(case))) {
+        Ok(Ok(_)) => Verdict::Pass,
+        Ok(Err(message)) => {
+            let class = if message.contains("elements differ") { FailClass::Mismatch } else { FailClass::Backend };
+            Verdict::Fail { class, message }
+        }
+        Err(p) => {
+            let text = p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_default();
+            Verdict::Fail { class: FailClass::Panic, message: format!("the backend panicked: {text}") }
+        }
+    }
+}
+
+/// Checks a case on the named backend.
+pub fn check_case(backend: &str, case: &Case) -> Result<Verdict, Error> {
+    match backend {
+        "cpu" => Ok(check_cpu_case(case)),
+        other => Err(Error::UnknownBackend(other.to_string())),
+    }
+}
+
+/// The pipeline stage (rewrite, lowering, rendering, …) where the compiled case first
+/// departs from the oracle. A hook for the kernel-level oracle (being written): None until
+/// then.
+pub fn first_divergence(_case: &Case) -> Option<String> {
+    None
+}
+
+/// One failure the fuzzer found.
+#[derive(Clone, Debug)]
+pub struct FuzzFailure {
+    /// The generated case's number (1 = the first case of the run).
+    pub case_number: u64,
+    pub class: FailClass,
+    /// The backend's report on the original case.
+    pub message: String,
+    /// The report on the shrunk case.
+    pub shrunk_message: String,
+    /// The original program, step by step.
+    pub program: Vec<String>,
+    pub nodes_before: usize,
+    pub nodes_after: usize,
+    /// Candidates tried while shrinking (recipe and graph).
+    pub shrink_checks: usize,
+    /// The shrunk case, with the oracle's values as expectations.
+    pub case: Case,
+    /// Where it was written.
+    pub path: PathBuf,
+    /// The stage that first diverges, when known ([`first_divergence`]).
+    pub stage: Option<String>,
+}
+
+/// What a fuzz run did.
+#[derive(Clone, Debug)]
+pub struct FuzzReport {
+    pub backend: String,
+    pub seed: u64,
+    /// Cases generated.
+    pub cases: u64,
+    pub passed: u64,
+    /// Cases not sent to the backend (oracle UB/error, or not supported by the backend).
+    pub skipped: u64,
+    pub failures: Vec<FuzzFailure>,
+    pub elapsed: Duration,
+}
+
+impl FuzzReport {
+    /// No failure.
+    pub fn ok(&self) -> bool {
+        self.failures.is_empty()
+    }
+}
+
+impl fmt::Display for FuzzReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "fuzz {} seed {}: {} cases ({} passed, {} skipped, {} failed) in {:.1}s",
+            self.backend,
+            self.seed,
+            self.cases,
+            self.passed,
+            self.skipped,
+            self.failures.len(),
+            self.elapsed.as_secs_f64()
+        )?;
+        for x in &self.failures {
+            writeln!(
+                f,
+                "FAIL case #{} ({:?}): shrunk from {} to {} nodes ({} shrink checks), written to {}",
+                x.case_number,
+                x.class,
+                x.nodes_before,
+                x.nodes_after,
+                x.shrink_checks,
+                x.path.display()
+            )?;
+            writeln!(f, "  first divergence: {}", x.stage.as_deref().unwrap_or("unknown (no kernel-level oracle yet)"))?;
+            for line in x.shrunk_message.lines().take(12) {
+                writeln!(f, "  {line}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Fuzzes `opts.backend` until `opts.seconds` pass, `opts.max_cases` cases ran or
+/// `opts.max_failures` failures were found.
+pub fn run(opts: FuzzOpts) -> Result<FuzzReport, Error> {
+    if opts.backend != "cpu" {
+        return Err(Error::UnknownBackend(opts.backend.clone()));
+    }
+    let start = Instant::now();
+    let budget = Duration::from_secs(opts.seconds);
+    let mut report = FuzzReport { backend: opts.backend.clone(), seed: opts.seed, cases: 0, passed: 0, skipped: 0, failures: vec![], elapsed: Duration::ZERO };
+    let strategy = recipe(&opts.gen);
+    let mut runner = seeded_runner(1, opts.seed, 0);
+    while start.elapsed() < budget && opts.max_cases.is_none_or(|m| report.cases < m) && (report.failures.len() as u64) < opts.max_failures {
+        let tree = strategy.new_tree(&mut runner).map_err(|e| Error::Generate(e.to_string()))?;
+        let r = tree.current();
+        let generated = crate::gen::tensor::build(&r, &opts.gen);
+        report.cases += 1;
+        match check_case(&opts.backend, &generated.case)? {
+            Verdict::Pass => report.passed += 1,
+            Verdict::Skip(_) => report.skipped += 1,
+            Verdict::Fail { class, message } => {
+                let failure = shrink_and_write(&opts, report.cases, &generated, class, message)?;
+                report.failures.push(failure);
+            }
+        }
+    }
+    report.elapsed = start.elapsed();
+    Ok(report)
+}
+
+fn same_failure(backend: &str, case: &Case, class: FailClass) -> bool {
+    matches!(check_case(backend, case), Ok(Verdict::Fail { class: c, .. }) if c == class)
+}
+
+fn shrink_and_write(opts: &FuzzOpts, case_number: u64, generated: &Generated, class: FailClass, message: String) -> Result<FuzzFailure, Error> {
+    let backend = opts.backend.as_str();
+    let (g, s1): (Generated, ShrinkStats) =
+        shrink_recipe(&generated.recipe, &opts.gen, opts.shrink, &mut |g: &Generated| same_failure(backend, &g.case, class));
+    let (mut case, s2) = shrink_case(&g.case, opts.shrink, &mut |c: &Case| same_failure(backend, c, class));
+    let shrunk_message = match check_case(backend, &case)? {
+        Verdict::Fail { message, .. } => message,
+        other => format!("{other:?}"),
+    };
+    let stage = first_divergence(&case);
+    case.description = format!(
+        "expected values from the oracle at discovery time (fuzzer regression): the {backend} backend disagreed; found by `uopkit fuzz` seed {} case #{case_number} ({class:?}), shrunk from {} to {} nodes",
+        opts.seed,
+        generated.case.graph.len(),
+        case.graph.len()
+    );
+    case.tags = vec!["regression".into(), "fuzz".into(), backend.into()];
+    fill_expect_from_oracle(&mut case).map_err(Error::Generate)?;
+    let path = write_new(&opts.out_dir, &format!("fuzz_{}", opts.seed), &case)?;
+    Ok(FuzzFailure {
+        case_number,
+        class,
+        message,
+        shrunk_message,
+        program: generated.log.clone(),
+        nodes_before: generated.case.graph.len(),
+        nodes_after: case.graph.len(),
+        shrink_checks: s1.checks + s2.checks,
+        case,
+        path,
+        stage,
+    })
+}
+
+/// Writes `case` to `dir/<stem>_<n>.json` for the smallest n whose file does not exist
+/// (created exclusively: an existing file is never overwritten).
+pub fn write_new(dir: &Path, stem: &str, case: &Case) -> Result<PathBuf, Error> {
+    std::fs::create_dir_all(dir).map_err(|source| Error::Io { path: dir.to_path_buf(), source })?;
+    let text = case.to_canonical_string();
+    for n in 1.. {
+        let path = dir.join(format!("{stem}_{n}.json"));
+        match std::fs::OpenOptions::new().write(true).create_new(true).open(&path) {
+            Ok(mut f) => {
+                f.write_all(text.as_bytes()).map_err(|source| Error::Io { path: path.clone(), source })?;
+                return Ok(path);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(source) => return Err(Error::Io { path, source }),
+        }
+    }
+    unreachable!("some file name is free")
+}
