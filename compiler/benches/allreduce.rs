@@ -39,12 +39,8 @@ fn main() {
         src: vec![],
         arg: Arg::Buffer { slot: 0, size: numel, device: DeviceSpec::Multi(devs.clone()) },
     });
-    let r = g.add(Node {
-        op: Op::ALLREDUCE,
-        dtype: DType::Float32,
-        src: vec![b],
-        arg: Arg::AllReduce { op: Op::ADD, devices: devs.clone() },
-    });
+    let r =
+        g.add(Node { op: Op::ALLREDUCE, dtype: DType::Float32, src: vec![b], arg: Arg::AllReduce { op: Op::ADD, devices: devs.clone() } });
     let ver = verify(&g).expect("the graph verifies");
 
     // Device d holds (i % 7) + d at element i: small integers, exact sums in any order.
@@ -122,8 +118,7 @@ impl Runner {
             let e = bytes.entry(b.storage).or_insert((b.device.to_string(), 0));
             e.1 = e.1.max(b.size * b.dtype.itemsize());
         }
-        let storages: BTreeMap<u32, Buffer> =
-            bytes.iter().map(|(&id, (dev, n))| (id, devices[dev].alloc(*n).expect("alloc"))).collect();
+        let storages: BTreeMap<u32, Buffer> = bytes.iter().map(|(&id, (dev, n))| (id, devices[dev].alloc(*n).expect("alloc"))).collect();
         for b in &s.buffers {
             if let BufferKind::GraphComponent(_, c) = b.kind {
                 devices[&b.device.to_string()].copy_in(&storages[&b.storage], &input(c)).expect("copy in");
@@ -166,9 +161,7 @@ impl Runner {
                 }
                 Step::Copy { dst, src } => {
                     let (dd, ds) = (&self.buffers[dst.0 as usize], &self.buffers[src.0 as usize]);
-                    self.devices[&ds.0]
-                        .copy_to(&self.storages[&ds.1], self.devices[&dd.0].as_ref(), &self.storages[&dd.1])
-                        .expect("copy");
+                    self.devices[&ds.0].copy_to(&self.storages[&ds.1], self.devices[&dd.0].as_ref(), &self.storages[&dd.1]).expect("copy");
                     copy_t += t.elapsed();
                 }
             }

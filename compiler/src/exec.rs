@@ -63,7 +63,9 @@ pub fn run(
         {
             if let Some(init) = inputs.get(&node) {
                 let comp = init.get(c).ok_or_else(|| {
-                    ExecError::Schedule(format!("buffer {node} has no initial contents for component {c}"))
+                    ExecError::Schedule(format!(
+                        "buffer {node} has no initial contents for component {c}"
+                    ))
                 })?;
                 let bytes = to_bytes(b.dtype, comp);
                 let storage = &storages[&b.storage];
@@ -127,37 +129,59 @@ pub fn run(
             out.push(None);
             continue;
         };
-        let read = |buffer: BufId, chain: &[Move]| -> Result<(DType, Vec<usize>, Vec<Elem>), ExecError> {
-            let b = &s.buffers[buffer.0 as usize];
-            let bytes = devices[&b.device.to_string()].copy_out(&storages[&b.storage])?;
-            let mut data: Vec<Elem> =
-                from_bytes(b.dtype, &bytes[..b.size * b.dtype.itemsize()]).into_iter().map(Elem::Bits).collect();
-            let mut shape = vec![b.size];
-            for m in chain {
-                data = movement::apply(m.op, &m.arg, &shape, &data, &Elem::Bits(0));
-                shape = uopkit_interp::verify::movement_shape(m.op, &m.arg, &shape).map_err(ExecError::Schedule)?;
-            }
-            Ok((b.dtype, shape, data))
-        };
+        let read = |b: BufId, chain: &[Move]| read_view(s, &devices, &storages, b, chain);
         out.push(Some(match &o.components {
-            None => {
-                let (dtype, shape, data) = read(o.buffer, &o.chain)?;
-                Value { dtype, shape, data: Data::Single(data) }
-            }
+            None => read(o.buffer, &o.chain)?,
             // A multi-device value: one component per device.
             Some(cs) => {
-                let (mut dtype, mut shape, mut comps) = (DType::Void, vec![], vec![]);
-                for (b, ch) in cs {
-                    (dtype, shape, _) = read(*b, ch).map(|(d, s, data)| {
-                        comps.push(data);
-                        (d, s, ())
-                    })?;
+                let comps = cs
+                    .iter()
+                    .map(|(b, chain)| read(*b, chain))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let first = comps.first().ok_or_else(|| {
+                    ExecError::Schedule("a multi-device output without components".into())
+                })?;
+                Value {
+                    dtype: first.dtype,
+                    shape: first.shape.clone(),
+                    data: Data::Multi(
+                        comps
+                            .into_iter()
+                            .map(|v| v.data.components()[0].clone())
+                            .collect(),
+                    ),
                 }
-                Value { dtype, shape, data: Data::Multi(comps) }
             }
         }));
     }
     Ok(out)
+}
+
+/// The contents of buffer `b` seen through `chain`, as a single-device value.
+fn read_view(
+    s: &Schedule,
+    devices: &BTreeMap<String, Arc<dyn Device>>,
+    storages: &BTreeMap<u32, Buffer>,
+    b: BufId,
+    chain: &[Move],
+) -> Result<Value, ExecError> {
+    let b = &s.buffers[b.0 as usize];
+    let bytes = devices[&b.device.to_string()].copy_out(&storages[&b.storage])?;
+    let mut data: Vec<Elem> = from_bytes(b.dtype, &bytes[..b.size * b.dtype.itemsize()])
+        .into_iter()
+        .map(Elem::Bits)
+        .collect();
+    let mut shape = vec![b.size];
+    for m in chain {
+        data = movement::apply(m.op, &m.arg, &shape, &data, &Elem::Bits(0));
+        shape = uopkit_interp::verify::movement_shape(m.op, &m.arg, &shape)
+            .map_err(ExecError::Schedule)?;
+    }
+    Ok(Value {
+        dtype: b.dtype,
+        shape,
+        data: Data::Single(data),
+    })
 }
 
 /// Little-endian bytes of elements (uninitialized ones become poison).

@@ -156,10 +156,7 @@ fn assert_same(r: NodeId, want: &Value, got: &Value, sched: &Schedule) {
     assert_eq!(w.len(), g.len(), "output {r}: device components");
     for (c, (wc, gc)) in w.iter().zip(&g).enumerate() {
         if let Some(i) = wc.iter().zip(gc).position(|(a, b)| a != b) {
-            panic!(
-                "output {r} ({}), device {c}, element {i}: oracle {:#x}, compiled {:#x}\n{sched}",
-                want.dtype, wc[i], gc[i]
-            );
+            panic!("output {r} ({}), device {c}, element {i}: oracle {:#x}, compiled {:#x}\n{sched}", want.dtype, wc[i], gc[i]);
         }
     }
 }
@@ -378,8 +375,7 @@ fn ring_folds_each_chunk_in_rotated_order() {
     let devs = cpus(n);
     let mut g = G::default();
     let mut rng = Rng(1234);
-    let xs: Vec<Vec<f32>> =
-        (0..n).map(|_| (0..numel).map(|_| ((rng.next() >> 11) as f64 / 7.0e12 - 600.0) as f32).collect()).collect();
+    let xs: Vec<Vec<f32>> = (0..n).map(|_| (0..numel).map(|_| ((rng.next() >> 11) as f64 / 7.0e12 - 600.0) as f32).collect()).collect();
     let b = g.multi_buffer(DType::Float32, &devs, xs.iter().map(|c| c.iter().map(|x| x.to_bits() as u64).collect()).collect());
     let r = g.allreduce(Op::ADD, b, &devs);
     let sched = schedule(&g, &[r], Ring);
@@ -474,7 +470,11 @@ fn gather_concatenates_shards_on_one_device() {
     let mut g = G::default();
     let shards: Vec<NodeId> = (0..3)
         .map(|d| {
-            let b = g.buffer(DType::Float32, DeviceSpec::Single(devs[d]), vec![(0..6).map(|i| from_f64(DType::Float32, (d * 100 + i) as f64)).collect()]);
+            let b = g.buffer(
+                DType::Float32,
+                DeviceSpec::Single(devs[d]),
+                vec![(0..6).map(|i| from_f64(DType::Float32, (d * 100 + i) as f64)).collect()],
+            );
             g.add(Op::RESHAPE, DType::Float32, vec![b], Arg::Shape(vec![2, 3]))
         })
         .collect();
@@ -532,8 +532,8 @@ fn check_snapshot(name: &str, text: &str) {
         std::fs::write(&path, text).expect("write snapshot");
         return;
     }
-    let want = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("{}: {e} (run with UPDATE_SNAPSHOTS=1 to create it)", path.display()));
+    let want =
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e} (run with UPDATE_SNAPSHOTS=1 to create it)", path.display()));
     if want != text {
         panic!("snapshot {} differs (UPDATE_SNAPSHOTS=1 rewrites it)\n--- expected\n{want}\n--- got\n{text}", path.display());
     }
@@ -563,4 +563,21 @@ fn snapshot_naive_4dev() {
 fn snapshot_ring_4dev() {
     let (g, r) = one_allreduce(Op::ADD, DType::Float32, 4, 400, 9);
     check_snapshot("allreduce_ring_4dev", &snapshot_text(&schedule(&g, &[r], Ring)));
+}
+
+#[test]
+fn values_without_a_device_are_realized_where_they_are_read() {
+    // CONTIGUOUS(EXPAND(5)) has no device: added to a 2-device value it is realized on each
+    // device (not on CPU:0 for everyone), and likewise for a kernel on CPU:1 alone.
+    let devs = cpus(2);
+    let mut g = G::default();
+    let b = g.multi_buffer(DType::Int32, &devs, vec![vec![1, 2, 3], vec![4, 5, 6]]);
+    let k = g.konst(DType::Int32, 5);
+    let e = g.add(Op::EXPAND, DType::Int32, vec![k], Arg::Shape(vec![3]));
+    let c = g.add(Op::CONTIGUOUS, DType::Int32, vec![e], Arg::None);
+    let a = g.add(Op::ADD, DType::Int32, vec![b, c], Arg::None);
+    let single = g.buffer(DType::Int32, DeviceSpec::Single(Device::cpu(1)), vec![vec![10, 20, 30]]);
+    let m = g.add(Op::MUL, DType::Int32, vec![single, c], Arg::None);
+    let s = run_and_compare(&g, &[a, m, c], Naive);
+    assert_eq!(s.copies(), 0, "{s}");
 }

@@ -336,7 +336,8 @@ impl Lowerer<'_> {
             Some(gate) => {
                 let gate = self.emit_index(gate);
                 let alt = self.konst(dtype, 0);
-                self.prog.push(Op::LOAD, dtype, vec![at, alt, gate], KArg::None)
+                self.prog
+                    .push(Op::LOAD, dtype, vec![at, alt, gate], KArg::None)
             }
         }
     }
@@ -349,7 +350,10 @@ impl Lowerer<'_> {
                 self.load(src, dtype, idx, None)
             }
             Expr::Alu { op, dtype, src } => {
-                let srcs = src.iter().map(|s| self.expr(s, idx)).collect::<Result<Vec<_>, _>>()?;
+                let srcs = src
+                    .iter()
+                    .map(|s| self.expr(s, idx))
+                    .collect::<Result<Vec<_>, _>>()?;
                 self.prog.push(*op, *dtype, srcs, KArg::None)
             }
         })

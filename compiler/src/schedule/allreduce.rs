@@ -79,7 +79,7 @@ impl FromStr for AllreduceMode {
 /// The ring's chunk sizes for `numel` elements on `ndev` devices (tinygrad's rule; they sum
 /// to numel).
 pub fn chunk_sizes(numel: usize, ndev: usize) -> Vec<usize> {
-    let factor = [32, 16, 8, 4, 2].into_iter().find(|f| numel % f == 0).unwrap_or(1);
+    let factor = [32, 16, 8, 4, 2].into_iter().find(|f| numel.is_multiple_of(*f)).unwrap_or(1);
     let units = numel / factor;
     let (base, left) = (units / ndev, units % ndev);
     (0..ndev).map(|i| (base + usize::from(i < left)) * factor).collect()
@@ -124,26 +124,26 @@ impl Planner<'_> {
         })
     }
 
-    /// Every device copies every other device's buffer, then folds in device order.
+    /// Every device copies every other device's buffer (all copies first, as tinygrad), then
+    /// folds in device order.
     fn naive(&mut self, a: &Allreduce, ins: &[Src]) -> Vec<Src> {
-        let ndev = a.devices.len();
         let mut operands: Vec<Vec<Src>> = vec![];
         for (d, &dev) in a.devices.iter().enumerate() {
-            let mut ops = vec![];
-            for (j, s) in ins.iter().enumerate() {
-                ops.push(if j == d { flat(s) } else { flat(&self.copy_to(s, dev, a.dtype, a.numel, &[a.numel])) });
-            }
-            operands.push(ops);
+            let row = ins
+                .iter()
+                .enumerate()
+                .map(|(j, s)| if j == d { flat(s) } else { flat(&self.copy_to(s, dev, a.dtype, a.numel, &[a.numel])) })
+                .collect();
+            operands.push(row);
         }
         let mut out = vec![];
-        for (d, ops) in operands.into_iter().enumerate() {
-            let mut it = ops.into_iter();
-            let first = it.next().map(load);
-            let expr = it.fold(first, |acc, s| acc.map(|acc| a.alu(acc, load(s))));
-            let expr = expr.unwrap_or_else(|| load(flat(&ins[d])));
+        for (d, row) in operands.into_iter().enumerate() {
+            // ((c0 op c1) op c2) …: the oracle's order.
+            let mut it = row.into_iter().map(load);
+            let first = it.next().expect("at least two devices");
+            let expr = it.fold(first, |acc, x| a.alu(acc, x));
             out.push(self.fresh(a, a.devices[d], a.numel, expr, vec![reshape(&a.shape)]));
         }
-        debug_assert_eq!(out.len(), ndev);
         out
     }
 
@@ -153,11 +153,7 @@ impl Planner<'_> {
         let sizes = chunk_sizes(a.numel, ndev);
         let offsets: Vec<usize> = sizes.iter().scan(0, |o, &s| Some(std::mem::replace(o, *o + s))).collect();
         let chunks: Vec<usize> = (0..ndev).filter(|&i| sizes[i] > 0).collect();
-        let local = |d: usize, i: usize| Src {
-            buffer: ins[d].buffer,
-            tag: ins[d].tag,
-            chain: vec![shrink(offsets[i], sizes[i])],
-        };
+        let local = |d: usize, i: usize| Src { buffer: ins[d].buffer, tag: ins[d].tag, chain: vec![shrink(offsets[i], sizes[i])] };
         // have[d][i]: chunk i on device d (as a whole buffer of sizes[i] elements).
         let mut have: Vec<Vec<Option<Src>>> = vec![vec![None; ndev]; ndev];
         // Chunk i starts on device i.

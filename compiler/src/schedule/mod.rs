@@ -59,11 +59,7 @@ pub struct BufferDecl {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Step {
     /// Run `program` on `device` with `args` as its params (slot order).
-    Kernel {
-        device: Device,
-        program: Program,
-        args: Vec<BufId>,
-    },
+    Kernel { device: Device, program: Program, args: Vec<BufId> },
     /// Copy all of `src` into `dst` (same dtype and size, different devices).
     Copy { dst: BufId, src: BufId },
 }
@@ -89,17 +85,11 @@ pub struct Schedule {
 
 impl Schedule {
     pub fn copies(&self) -> usize {
-        self.steps
-            .iter()
-            .filter(|s| matches!(s, Step::Copy { .. }))
-            .count()
+        self.steps.iter().filter(|s| matches!(s, Step::Copy { .. })).count()
     }
 
     pub fn kernels(&self) -> usize {
-        self.steps
-            .iter()
-            .filter(|s| matches!(s, Step::Kernel { .. }))
-            .count()
+        self.steps.iter().filter(|s| matches!(s, Step::Kernel { .. })).count()
     }
 
     /// (destination device, source device) of every COPY step, in order.
@@ -107,10 +97,7 @@ impl Schedule {
         self.steps
             .iter()
             .filter_map(|s| match s {
-                Step::Copy { dst, src } => Some((
-                    self.buffers[dst.0 as usize].device,
-                    self.buffers[src.0 as usize].device,
-                )),
+                Step::Copy { dst, src } => Some((self.buffers[dst.0 as usize].device, self.buffers[src.0 as usize].device)),
                 _ => None,
             })
             .collect()
@@ -122,12 +109,9 @@ impl Schedule {
         for s in &self.steps {
             let written: Vec<BufId> = match s {
                 Step::Copy { dst, .. } => vec![*dst],
-                Step::Kernel { program, args, .. } => args
-                    .iter()
-                    .zip(&program.params)
-                    .filter(|(_, p)| p.written)
-                    .map(|(b, _)| *b)
-                    .collect(),
+                Step::Kernel { program, args, .. } => {
+                    args.iter().zip(&program.params).filter(|(_, p)| p.written).map(|(b, _)| *b).collect()
+                }
             };
             for b in written {
                 if let BufferKind::Graph(n) | BufferKind::GraphComponent(n, _) = self.buffers[b.0 as usize].kind {
@@ -152,31 +136,15 @@ impl fmt::Display for Schedule {
                 BufferKind::GraphComponent(n, c) => format!("graph {n} component {c}"),
                 BufferKind::Intermediate => "intermediate".to_string(),
             };
-            writeln!(
-                f,
-                "  b{i}: {}[{}] on {} ({kind}, storage s{})",
-                b.dtype, b.size, b.device, b.storage
-            )?;
+            writeln!(f, "  b{i}: {}[{}] on {} ({kind}, storage s{})", b.dtype, b.size, b.device, b.storage)?;
         }
         writeln!(f, "steps:")?;
         for (i, s) in self.steps.iter().enumerate() {
             match s {
-                Step::Kernel {
-                    device,
-                    program,
-                    args,
-                } => {
-                    let args: Vec<String> = args
-                        .iter()
-                        .zip(&program.params)
-                        .map(|(b, p)| format!("{b}{}", if p.written { "(w)" } else { "" }))
-                        .collect();
-                    writeln!(
-                        f,
-                        "  {i}: kernel {} on {device} ({})",
-                        program.name,
-                        args.join(", ")
-                    )?;
+                Step::Kernel { device, program, args } => {
+                    let args: Vec<String> =
+                        args.iter().zip(&program.params).map(|(b, p)| format!("{b}{}", if p.written { "(w)" } else { "" })).collect();
+                    writeln!(f, "  {i}: kernel {} on {device} ({})", program.name, args.join(", "))?;
                 }
                 Step::Copy { dst, src } => writeln!(
                     f,
@@ -239,11 +207,7 @@ impl ScheduleOpts {
 }
 
 /// Schedules everything `roots` need with the default passes (see [`schedule_with`]).
-pub fn schedule(
-    g: &uopkit_interp::ir::Graph,
-    ver: &uopkit_interp::verify::Verified,
-    roots: &[NodeId],
-) -> Result<Schedule, ScheduleError> {
+pub fn schedule(g: &uopkit_interp::ir::Graph, ver: &uopkit_interp::verify::Verified, roots: &[NodeId]) -> Result<Schedule, ScheduleError> {
     schedule_with(g, ver, roots, &default_passes())
 }
 
@@ -265,8 +229,7 @@ pub fn schedule_with(
     roots: &[NodeId],
     passes: &[crate::rewrite::RuleSet],
 ) -> Result<Schedule, ScheduleError> {
-    let opts = ScheduleOpts::from_env()
-        .map_err(|reason| ScheduleError { node: roots.first().copied().unwrap_or(NodeId(0)), reason })?;
+    let opts = ScheduleOpts::from_env().map_err(|reason| ScheduleError { node: roots.first().copied().unwrap_or(NodeId(0)), reason })?;
     schedule_with_opts(g, ver, roots, passes, &opts)
 }
 

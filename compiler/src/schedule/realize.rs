@@ -112,16 +112,15 @@ pub struct Planner<'a> {
     values: BTreeMap<(NodeId, usize), Src>,
     /// (node, component) → the value as one whole flat buffer.
     wholes: BTreeMap<(NodeId, usize), Src>,
+    /// (node without a device, device) → its value realized on that device.
+    values_on: BTreeMap<(NodeId, Device), Src>,
     done_stores: BTreeMap<NodeId, ()>,
     /// How ALLREDUCE is lowered.
     pub allreduce: AllreduceMode,
 }
 
 pub(super) fn err(node: NodeId, reason: impl Into<String>) -> ScheduleError {
-    ScheduleError {
-        node,
-        reason: reason.into(),
-    }
+    ScheduleError { node, reason: reason.into() }
 }
 
 impl<'a> Planner<'a> {
@@ -136,6 +135,7 @@ impl<'a> Planner<'a> {
             steps: vec![],
             values: BTreeMap::new(),
             wholes: BTreeMap::new(),
+            values_on: BTreeMap::new(),
             done_stores: BTreeMap::new(),
             allreduce: AllreduceMode::Auto,
         })
@@ -170,22 +170,15 @@ impl<'a> Planner<'a> {
         match &self.ver.info(n).device {
             None => Ok(Device::CPU),
             Some(DeviceSpec::Single(d)) => Ok(*d),
-            Some(DeviceSpec::Multi(ds)) => ds
-                .get(c)
-                .copied()
-                .ok_or_else(|| err(n, format!("component {c} of a value on {} devices", ds.len()))),
+            Some(DeviceSpec::Multi(ds)) => {
+                ds.get(c).copied().ok_or_else(|| err(n, format!("component {c} of a value on {} devices", ds.len())))
+            }
         }
     }
 
     pub(super) fn new_buffer(&mut self, dtype: DType, size: usize, device: Device, kind: BufferKind) -> BufId {
         let id = BufId(self.buffers.len() as u32);
-        self.buffers.push(BufferDecl {
-            dtype,
-            size,
-            device,
-            kind,
-            storage: id.0,
-        });
+        self.buffers.push(BufferDecl { dtype, size, device, kind, storage: id.0 });
         id
     }
 
@@ -354,8 +347,7 @@ impl<'a> Planner<'a> {
         let mut reads: Vec<(BufId, Tag)> = expr.loads().iter().map(|s| (s.buffer, s.tag)).collect();
         reads.sort();
         reads.dedup();
-        let spec =
-            KernelSpec { device, target, target_chain: chain, value, leaves: BTreeMap::new(), expr: Some(expr) };
+        let spec = KernelSpec { device, target, target_chain: chain, value, leaves: BTreeMap::new(), expr: Some(expr) };
         self.push(Planned::Kernel(spec), reads, target, prev)
     }
 
@@ -366,10 +358,7 @@ impl<'a> Planner<'a> {
 
     fn move_of(&self, m: NodeId) -> Move {
         let node = self.g.node(m);
-        Move {
-            op: node.op,
-            arg: node.arg.clone(),
-        }
+        Move { op: node.op, arg: node.arg.clone() }
     }
 
     /// The value of `n` as one whole flat buffer (for COPY, which copies whole buffers).
@@ -398,6 +387,36 @@ impl<'a> Planner<'a> {
 
     /// A kernel computing component `c` of `n` into a fresh buffer on its device.
     pub fn materialize_c(&mut self, n: NodeId, c: usize) -> Result<Src, ScheduleError> {
+        let c = self.comp_of(n, c);
+        let device = self.device_of(n, c)?;
+        self.materialize_on(n, c, device)
+    }
+
+    /// The value of `n`, which has no device (it is computed from constants only), realized on
+    /// `device`, so that a kernel there never reads another device's memory.
+    fn value_on(&mut self, n: NodeId, device: Device) -> Result<Src, ScheduleError> {
+        if device == self.device_of(n, 0)? {
+            return self.value_c(n, 0);
+        }
+        if let Some(s) = self.values_on.get(&(n, device)) {
+            return Ok(s.clone());
+        }
+        let node = self.g.node(n).clone();
+        let src = match node.op {
+            Op::AFTER | Op::DETACH if storage_view(self.g, node.src[0]).is_none() => {
+                if node.op == Op::AFTER {
+                    self.run_effects(&node.src[1..])?;
+                }
+                self.value_on(node.src[0], device)?
+            }
+            _ => self.materialize_on(n, 0, device)?,
+        };
+        self.values_on.insert((n, device), src.clone());
+        Ok(src)
+    }
+
+    /// A kernel on `device` computing component `c` of `n` into a fresh buffer.
+    fn materialize_on(&mut self, n: NodeId, c: usize, device: Device) -> Result<Src, ScheduleError> {
         let info = self.ver.info(n).clone();
         if info.dtype == DType::Void {
             return Err(err(n, "an effect has no value to materialize"));
@@ -405,16 +424,10 @@ impl<'a> Planner<'a> {
         if self.g.node(n).op == Op::UNSHARD {
             return Err(err(n, "an UNSHARD value is only read by a COPY to one device or as an output"));
         }
-        let c = self.comp_of(n, c);
-        let device = self.device_of(n, c)?;
         let target = self.new_buffer(info.dtype, info.numel(), device, BufferKind::Intermediate);
         let chain = vec![reshape(&info.shape)];
         let made = self.kernel(n, c, device, target, Tag::Initial, chain.clone())?;
-        Ok(Src {
-            buffer: target,
-            tag: made,
-            chain,
-        })
+        Ok(Src { buffer: target, tag: made, chain })
     }
 
     /// Copies `src` (the value of `n`, a version that a later step overwrites) into a fresh
@@ -425,20 +438,9 @@ impl<'a> Planner<'a> {
         let target = self.new_buffer(info.dtype, info.numel(), device, BufferKind::Intermediate);
         let chain = vec![reshape(&info.shape)];
         let reads = vec![(src.buffer, src.tag)];
-        let spec = KernelSpec {
-            device,
-            target,
-            target_chain: chain.clone(),
-            value: n,
-            leaves: BTreeMap::from([(n, src)]),
-            expr: None,
-        };
+        let spec = KernelSpec { device, target, target_chain: chain.clone(), value: n, leaves: BTreeMap::from([(n, src)]), expr: None };
         let made = self.push(Planned::Kernel(spec), reads, target, Tag::Initial);
-        Src {
-            buffer: target,
-            tag: made,
-            chain,
-        }
+        Src { buffer: target, tag: made, chain }
     }
 
     /// Plans a kernel storing component `c` of the value of `value` into `target` (seen
@@ -453,19 +455,11 @@ impl<'a> Planner<'a> {
         chain: Vec<Move>,
     ) -> Result<Tag, ScheduleError> {
         let mut leaves = BTreeMap::new();
-        self.collect_leaves(value, c, false, true, &mut leaves)?;
-        let mut reads: Vec<(BufId, Tag)> =
-            leaves.values().map(|s: &Src| (s.buffer, s.tag)).collect();
+        self.collect_leaves(value, c, device, false, true, &mut leaves)?;
+        let mut reads: Vec<(BufId, Tag)> = leaves.values().map(|s: &Src| (s.buffer, s.tag)).collect();
         reads.sort();
         reads.dedup();
-        let spec = KernelSpec {
-            device,
-            target,
-            target_chain: chain,
-            value,
-            leaves,
-            expr: None,
-        };
+        let spec = KernelSpec { device, target, target_chain: chain, value, leaves, expr: None };
         Ok(self.push(Planned::Kernel(spec), reads, target, prev))
     }
 
@@ -473,11 +467,7 @@ impl<'a> Planner<'a> {
         let made = match &what {
             Planned::Kernel(_) | Planned::Copy { .. } => Tag::Made(self.steps.len()),
         };
-        self.steps.push(PlannedStep {
-            what,
-            reads,
-            write: (target, prev, made),
-        });
+        self.steps.push(PlannedStep { what, reads, write: (target, prev, made) });
         made
     }
 
@@ -488,6 +478,7 @@ impl<'a> Planner<'a> {
         &mut self,
         n: NodeId,
         c: usize,
+        device: Device,
         moved: bool,
         root: bool,
         out: &mut BTreeMap<NodeId, Src>,
@@ -509,11 +500,12 @@ impl<'a> Planner<'a> {
         if fuse {
             let moved = moved || node.op.is_movement();
             for &s in &node.src {
-                self.collect_leaves(s, c, moved, false, out)?;
+                self.collect_leaves(s, c, device, moved, false, out)?;
             }
             return Ok(());
         }
-        let src = self.value_c(n, c)?;
+        // A value without a device (computed from constants) is realized where it is read.
+        let src = if self.ver.info(n).device.is_none() { self.value_on(n, device)? } else { self.value_c(n, c)? };
         out.insert(n, src);
         Ok(())
     }
@@ -544,8 +536,7 @@ impl<'a> Planner<'a> {
     fn store_c(&mut self, s: NodeId, c: usize) -> Result<(), ScheduleError> {
         let node = self.g.node(s).clone();
         let (target, value) = (node.src[0], node.src[1]);
-        let (root, view) =
-            storage_view(self.g, target).ok_or_else(|| err(s, "STORE target is not storage"))?;
+        let (root, view) = storage_view(self.g, target).ok_or_else(|| err(s, "STORE target is not storage"))?;
         let base = self.value_c(root, c)?;
         let mut chain = base.chain.clone();
         chain.extend(view.iter().map(|&m| self.move_of(m)));
@@ -562,51 +553,16 @@ impl<'a> Planner<'a> {
             // A STORE into a buffer on another device is a COPY.
             let src = self.whole_buffer_c(value, c)?;
             if whole_target {
-                self.push(
-                    Planned::Copy {
-                        dst: buf,
-                        src: src.buffer,
-                    },
-                    vec![(src.buffer, src.tag)],
-                    buf,
-                    base.tag,
-                );
+                self.push(Planned::Copy { dst: buf, src: src.buffer }, vec![(src.buffer, src.tag)], buf, base.tag);
                 self.retag(buf, base.tag, new_tag);
                 return Ok(());
             }
             // Into a view: copy whole, then store the view on the target device.
-            let anon = self.new_buffer(
-                vinfo.dtype,
-                vinfo.numel(),
-                decl.device,
-                BufferKind::Intermediate,
-            );
-            let made = self.push(
-                Planned::Copy {
-                    dst: anon,
-                    src: src.buffer,
-                },
-                vec![(src.buffer, src.tag)],
-                anon,
-                Tag::Initial,
-            );
+            let anon = self.new_buffer(vinfo.dtype, vinfo.numel(), decl.device, BufferKind::Intermediate);
+            let made = self.push(Planned::Copy { dst: anon, src: src.buffer }, vec![(src.buffer, src.tag)], anon, Tag::Initial);
             let reads = vec![(anon, made)];
-            let leaves = BTreeMap::from([(
-                value,
-                Src {
-                    buffer: anon,
-                    tag: made,
-                    chain: vec![reshape(&vinfo.shape)],
-                },
-            )]);
-            let spec = KernelSpec {
-                device: decl.device,
-                target: buf,
-                target_chain: chain,
-                value,
-                leaves,
-                expr: None,
-            };
+            let leaves = BTreeMap::from([(value, Src { buffer: anon, tag: made, chain: vec![reshape(&vinfo.shape)] })]);
+            let spec = KernelSpec { device: decl.device, target: buf, target_chain: chain, value, leaves, expr: None };
             self.push(Planned::Kernel(spec), reads, buf, base.tag);
             self.retag(buf, base.tag, new_tag);
             return Ok(());
@@ -614,25 +570,13 @@ impl<'a> Planner<'a> {
         // Same device: one kernel, unless the value reads the target through another view
         // (an in-place update would then read elements it already overwrote).
         let mut leaves = BTreeMap::new();
-        self.collect_leaves(value, c, false, true, &mut leaves)?;
+        self.collect_leaves(value, c, decl.device, false, true, &mut leaves)?;
         let hazard = leaves.values().any(|l| l.buffer == buf && l.chain != chain);
         if hazard {
             let tmp = self.materialize_c(value, c)?;
             let leaves = BTreeMap::from([(value, tmp.clone())]);
-            let spec = KernelSpec {
-                device: decl.device,
-                target: buf,
-                target_chain: chain,
-                value,
-                leaves,
-                expr: None,
-            };
-            self.push(
-                Planned::Kernel(spec),
-                vec![(tmp.buffer, tmp.tag)],
-                buf,
-                base.tag,
-            );
+            let spec = KernelSpec { device: decl.device, target: buf, target_chain: chain, value, leaves, expr: None };
+            self.push(Planned::Kernel(spec), vec![(tmp.buffer, tmp.tag)], buf, base.tag);
         } else {
             self.kernel(value, c, decl.device, buf, base.tag, chain)?;
         }
@@ -652,10 +596,7 @@ impl<'a> Planner<'a> {
 
 /// A RESHAPE from a flat buffer to `shape`.
 pub fn reshape(shape: &[usize]) -> Move {
-    Move {
-        op: Op::RESHAPE,
-        arg: Arg::Shape(shape.to_vec()),
-    }
+    Move { op: Op::RESHAPE, arg: Arg::Shape(shape.to_vec()) }
 }
 
 /// The shape after applying `chain` to a flat buffer of `size` elements.
