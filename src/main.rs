@@ -64,6 +64,15 @@ enum Command {
         #[arg(long)]
         c: bool,
     },
+    /// Run one case through every stage of the compiler (lowered kernels, after each
+    /// rewrite pass, rendered code) and report the first stage, pass, kernel and node whose
+    /// values differ from the tensor-level oracle.
+    Diff {
+        file: PathBuf,
+        /// The backend for the rendered stage (`none` stops after the interpreted kernels).
+        #[arg(long, default_value = "cpu")]
+        backend: String,
+    },
     /// Print the JSON Schema of the case format.
     Schema,
     /// Rewrite case files in the canonical layout (or only check with --check).
@@ -95,6 +104,7 @@ fn real_main() -> ExitCode {
         Command::Check { corpus, filter, backend } => check(&corpus, filter.as_deref(), &backend),
         Command::Run { file } => run_one(&file),
         Command::Compile { file, c } => compile(&file, c),
+        Command::Diff { file, backend } => diff(&file, &backend),
         Command::Schema => {
             println!(
                 "{}",
@@ -242,6 +252,36 @@ fn print_value(name: &str, v: &Value) {
             println!("{name}: {} {:?} on {} devices", v.dtype, v.shape, cs.len());
             for (i, c) in cs.iter().enumerate() {
                 println!("  device {i}: {}", show(c));
+            }
+        }
+    }
+}
+
+fn diff(file: &Path, backend: &str) -> ExitCode {
+    let with_backend = match backend {
+        "cpu" => true,
+        "none" => false,
+        other => return bad_input(format!("unknown backend '{other}' (cpu or none)")),
+    };
+    let case = match read_case(file) {
+        Ok(c) => c,
+        Err(e) => return bad_input(e),
+    };
+    match uopkit_conformance::stages::diff(&case, with_backend) {
+        Err(e) => bad_input(format!("{}: {e}", file.display())),
+        Ok(report) => {
+            for s in &report.stages {
+                println!("{:<40} {}", s.stage, if s.difference.is_none() { "agrees with the oracle" } else { "DIFFERS" });
+            }
+            match &report.first {
+                None => {
+                    println!("every stage agrees with the oracle");
+                    ExitCode::SUCCESS
+                }
+                Some(first) => {
+                    println!("{first}");
+                    ExitCode::FAILURE
+                }
             }
         }
     }

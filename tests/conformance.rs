@@ -2,15 +2,20 @@
 //! `cargo test --test conformance` runs it; `-- --list` lists the trials and any text
 //! argument filters them (e.g. `-- oracle::seeds/`).
 //!
-//! Backends: `oracle` (the case's hand-derived expectations against the exact interpreter)
-//! and `cpu` (the compiler's CPU path, diffed against the oracle). Cases the CPU backend
-//! cannot take (undefined graphs: oracle-only; multi-device: issue 5) are ignored trials.
+//! Trial kinds:
+//! - `oracle::` — the case's hand-derived expectations against the exact interpreter;
+//! - `kernels::` — the compiler's scheduled, lowered programs run by the kernel interpreter,
+//!   against the oracle (pins a bug to scheduling/lowering rather than codegen);
+//! - `cpu::` — the compiled C on CPU devices, against the oracle, plus the case's schedule
+//!   expectations.
+//! A case whose graph is undefined (it expects an error) is an oracle-only trial: the others
+//! are listed as ignored.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use libtest_mimic::{Arguments, Failed, Trial};
-use uopkit_conformance::{backend, corpus, load, run};
+use uopkit_conformance::{backend, corpus, load, run, stages};
 
 fn corpus_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus")
@@ -28,6 +33,16 @@ fn cpu_trial(file: PathBuf) -> Result<(), Failed> {
     match worker.map(|h| h.join()) {
         Ok(Ok(result)) => result.map_err(Failed::from),
         Ok(Err(_)) => Err(Failed::from("the CPU backend panicked")),
+        Err(e) => Err(Failed::from(format!("cannot start a worker thread: {e}"))),
+    }
+}
+
+fn kernels_trial(file: PathBuf) -> Result<(), Failed> {
+    let case = load::read_case(&file).map_err(|e| Failed::from(e.to_string()))?;
+    let worker = std::thread::Builder::new().stack_size(256 << 20).spawn(move || stages::check_kernels(&case));
+    match worker.map(|h| h.join()) {
+        Ok(Ok(result)) => result.map_err(Failed::from),
+        Ok(Err(_)) => Err(Failed::from("the kernel stage panicked")),
         Err(e) => Err(Failed::from(format!("cannot start a worker thread: {e}"))),
     }
 }
@@ -54,6 +69,12 @@ fn main() -> ExitCode {
         trials.push(
             Trial::test(format!("cpu::{name}"), move || cpu_trial(f))
                 .with_kind("cpu")
+                .with_ignored_flag(skip.is_some()),
+        );
+        let f = file.clone();
+        trials.push(
+            Trial::test(format!("kernels::{name}"), move || kernels_trial(f))
+                .with_kind("kernels")
                 .with_ignored_flag(skip.is_some()),
         );
         trials.push(

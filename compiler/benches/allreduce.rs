@@ -153,7 +153,7 @@ impl Runner {
         for st in &self.steps {
             let t = Instant::now();
             match st {
-                Step::Kernel { device, program, args } => {
+                Step::Kernel { device, program, args, .. } => {
                     let name = device.to_string();
                     let bufs: Vec<&Buffer> = args.iter().map(|a| &self.storages[&self.buffers[a.0 as usize].1]).collect();
                     self.devices[&name].launch(&self.compiled[&name], &program.name, &bufs).expect("launch");

@@ -59,7 +59,14 @@ pub struct BufferDecl {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Step {
     /// Run `program` on `device` with `args` as its params (slot order).
-    Kernel { device: Device, program: Program, args: Vec<BufId> },
+    Kernel {
+        device: Device,
+        program: Program,
+        args: Vec<BufId>,
+        /// The graph node whose value the kernel computes (None for kernels that no node
+        /// spells, such as allreduce folds), for reports that pin a difference to a node.
+        value: Option<NodeId>,
+    },
     /// Copy all of `src` into `dst` (same dtype and size, different devices).
     Copy { dst: BufId, src: BufId },
 }
@@ -141,7 +148,7 @@ impl fmt::Display for Schedule {
         writeln!(f, "steps:")?;
         for (i, s) in self.steps.iter().enumerate() {
             match s {
-                Step::Kernel { device, program, args } => {
+                Step::Kernel { device, program, args, .. } => {
                     let args: Vec<String> =
                         args.iter().zip(&program.params).map(|(b, p)| format!("{b}{}", if p.written { "(w)" } else { "" })).collect();
                     writeln!(f, "  {i}: kernel {} on {device} ({})", program.name, args.join(", "))?;
@@ -302,7 +309,7 @@ pub fn schedule_with_opts(
             Planned::Kernel(spec) => {
                 let (program, args) = crate::lower::lower(&format!("k{k}"), spec, &buffers, g, ver, passes)
                     .map_err(|e| ScheduleError { node: e.node, reason: e.reason })?;
-                Step::Kernel { device: spec.device, program, args }
+                Step::Kernel { device: spec.device, program, args, value: spec.expr.is_none().then_some(spec.value) }
             }
         });
     }

@@ -1,0 +1,306 @@
+//! Stage-by-stage validation: every form the compiler produces is run and compared with the
+//! tensor-level oracle, so a disagreement is pinned to the stage, the rewrite pass and the
+//! kernel where it first appears.
+//!
+//! Stages, in order:
+//! 1. `kernels: lowered` — the scheduled kernels with no rewrite pass, run by the kernel
+//!    interpreter on the real buffers in schedule order;
+//! 2. `kernels: after <pass>` — the same after each rewrite pass (cumulative);
+//! 3. `rendered: <backend>` — the rendered code compiled and run by the backend.
+
+use std::collections::BTreeMap;
+
+use uopkit_compiler::rewrite::RuleSet;
+use uopkit_compiler::schedule::realize::Move;
+use uopkit_compiler::schedule::{self, BufId, BufferKind, Schedule, Step};
+use uopkit_compiler::{exec, rewrite};
+use uopkit_interp::eval::{movement, BufferInit, Data, Elem, Value};
+use uopkit_interp::ir::{DType, NodeId};
+use uopkit_interp::kernel::interp::{run as run_kernel, RunOpts};
+
+use crate::case::Case;
+use crate::compare;
+use crate::run::{self, OracleRun};
+
+/// Buffer contents after each step of an interpreted schedule.
+pub struct Trace {
+    pub outputs: Vec<Option<Value>>,
+    /// For each step, the buffer it wrote and that buffer's contents just after it.
+    pub written: Vec<(BufId, Vec<Elem>)>,
+}
+
+/// Why interpreting a schedule stopped: at which step (if a step), and the error.
+#[derive(Clone, Debug)]
+pub struct StepError {
+    pub step: Option<usize>,
+    pub message: String,
+}
+
+impl std::fmt::Display for StepError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl From<String> for StepError {
+    fn from(message: String) -> Self {
+        StepError { step: None, message }
+    }
+}
+
+/// Runs every step of `s` in the kernel interpreter (COPY steps copy whole buffers).
+pub fn interpret_schedule(s: &Schedule, inputs: &BTreeMap<NodeId, BufferInit>, opts: &RunOpts) -> Result<Trace, StepError> {
+    let at = |k: usize, message: String| StepError { step: Some(k), message };
+    let mut bufs: Vec<Vec<Elem>> = s
+        .buffers
+        .iter()
+        .enumerate()
+        .map(|(b, d)| {
+            let (node, c) = match d.kind {
+                BufferKind::Graph(n) => (n, 0),
+                BufferKind::GraphComponent(n, c) => (n, c),
+                // Poison that names no graph node (ids from the top of the range).
+                BufferKind::Intermediate => {
+                    let buffer = NodeId(u32::MAX - b as u32);
+                    return (0..d.size).map(|index| Elem::Uninit { buffer, index }).collect();
+                }
+            };
+            let init = inputs.get(&node).and_then(|i| i.get(c));
+            (0..d.size)
+                .map(|index| match init.and_then(|i| i.get(index)).copied().flatten() {
+                    Some(bits) => Elem::Bits(bits),
+                    None => Elem::Uninit { buffer: node, index },
+                })
+                .collect()
+        })
+        .collect();
+    let mut written = vec![];
+    for (k, st) in s.steps.iter().enumerate() {
+        match st {
+            Step::Kernel { program, args, .. } => {
+                let mut distinct = args.clone();
+                distinct.sort();
+                distinct.dedup();
+                if distinct.len() != args.len() {
+                    return Err(at(k, format!("step {k}: a buffer is passed twice")));
+                }
+                let mut kb: Vec<Vec<Elem>> = args.iter().map(|a| std::mem::take(&mut bufs[a.0 as usize])).collect();
+                let r = run_kernel(program, &mut kb, opts);
+                for (a, b) in args.iter().zip(kb) {
+                    bufs[a.0 as usize] = b;
+                }
+                r.map_err(|e| at(k, format!("step {k} (kernel {}): {e}", program.name)))?;
+                let w = args.iter().zip(&program.params).find(|(_, p)| p.written).map(|(b, _)| *b);
+                if let Some(w) = w {
+                    written.push((w, bufs[w.0 as usize].clone()));
+                }
+            }
+            Step::Copy { dst, src } => {
+                let v = bufs[src.0 as usize].clone();
+                if v.len() != bufs[dst.0 as usize].len() {
+                    return Err(at(k, format!("step {k}: COPY between buffers of different sizes")));
+                }
+                bufs[dst.0 as usize] = v.clone();
+                written.push((*dst, v));
+            }
+        }
+    }
+    let read = |buffer: BufId, chain: &[Move]| -> Result<(DType, Vec<usize>, Vec<Elem>), String> {
+        let b = &s.buffers[buffer.0 as usize];
+        let mut data = bufs[buffer.0 as usize].clone();
+        let mut shape = vec![b.size];
+        for m in chain {
+            data = movement::apply(m.op, &m.arg, &shape, &data, &Elem::Bits(0));
+            shape = uopkit_interp::verify::movement_shape(m.op, &m.arg, &shape)?;
+        }
+        Ok((b.dtype, shape, data))
+    };
+    let mut outputs = vec![];
+    for o in &s.outputs {
+        let Some(o) = o else {
+            outputs.push(None);
+            continue;
+        };
+        outputs.push(Some(match &o.components {
+            None => {
+                let (dtype, shape, data) = read(o.buffer, &o.chain)?;
+                Value { dtype, shape, data: Data::Single(data) }
+            }
+            Some(cs) => {
+                let (mut dtype, mut shape, mut comps) = (DType::Void, vec![], vec![]);
+                for (b, ch) in cs {
+                    let (d, sh, data) = read(*b, ch)?;
+                    (dtype, shape) = (d, sh);
+                    comps.push(data);
+                }
+                Value { dtype, shape, data: Data::Multi(comps) }
+            }
+        }));
+    }
+    Ok(Trace { outputs, written })
+}
+
+/// Compares stage outputs with the oracle's; empty when they agree.
+fn diff_outputs(case: &Case, oracle: &[&Value], got: &[Option<Value>]) -> String {
+    let mut report = String::new();
+    for ((out, want), got) in case.outputs.iter().zip(oracle).zip(got) {
+        let Some(got) = got else {
+            report += &format!("output '{}' has no value\n", out.name);
+            continue;
+        };
+        match compare::compare_values(out, want, got) {
+            Ok(d) if d.passed() => {}
+            Ok(d) => report += &d.report(4),
+            Err(e) => report += &format!("{e}\n"),
+        }
+    }
+    report
+}
+
+fn schedule_case(run: &OracleRun, case: &Case, passes: &[RuleSet]) -> Result<Schedule, String> {
+    let roots: Vec<NodeId> = case.outputs.iter().map(|o| run.loaded.arena(o.node)).collect::<Result<_, _>>().map_err(|e| e.to_string())?;
+    schedule::schedule_with(&run.loaded.graph, &run.verified, &roots, passes).map_err(|e| format!("scheduler: {e}"))
+}
+
+/// The `kernels::` trial: the scheduled, lowered programs (after all default passes) run by
+/// the kernel interpreter must match the tensor-level oracle.
+pub fn check_kernels(case: &Case) -> Result<(), String> {
+    let run = run::run_oracle(case).map_err(|e| format!("the oracle failed: {e}"))?;
+    let want = run::output_values(case, &run).map_err(|e| e.to_string())?;
+    let sched = schedule_case(&run, case, &schedule::default_passes())?;
+    let trace = interpret_schedule(&sched, &run.loaded.inputs, &RunOpts::default()).map_err(|e| format!("kernel interpreter: {e}\nschedule:\n{sched}"))?;
+    let report = diff_outputs(case, &want, &trace.outputs);
+    if report.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("{report}schedule:\n{sched}"))
+    }
+}
+
+/// One stage's verdict.
+#[derive(Clone, Debug)]
+pub struct StageResult {
+    pub stage: String,
+    /// None when the stage agrees with the oracle; otherwise what differs.
+    pub difference: Option<String>,
+}
+
+/// What `uopkit diff` reports.
+#[derive(Clone, Debug)]
+pub struct DiffReport {
+    pub stages: Vec<StageResult>,
+    /// The first stage that differs, with the pass, kernel and node it is pinned to.
+    pub first: Option<String>,
+}
+
+impl DiffReport {
+    pub fn agrees(&self) -> bool {
+        self.first.is_none()
+    }
+}
+
+/// Runs the stages in order and pins the first difference from the oracle.
+pub fn diff(case: &Case, with_backend: bool) -> Result<DiffReport, String> {
+    if case.expect_error.is_some() {
+        return Err("the case expects an error: its graph is undefined, so it is oracle-only".into());
+    }
+    let run = run::run_oracle(case).map_err(|e| format!("the oracle failed: {e}"))?;
+    let want = run::output_values(case, &run).map_err(|e| e.to_string())?;
+    let passes = schedule::default_passes();
+    let opts = RunOpts::default();
+    let mut stages = vec![];
+    let mut first = None;
+    let mut previous: Option<(String, Schedule, Trace)> = None;
+    for k in 0..=passes.len() {
+        let stage = if k == 0 { "kernels: lowered".to_string() } else { format!("kernels: after pass '{}'", passes[k - 1].name) };
+        let sched = schedule_case(&run, case, &passes[..k])?;
+        let (difference, trace, failed_step) = match interpret_schedule(&sched, &run.loaded.inputs, &opts) {
+            Err(e) => (Some(e.message), None, e.step),
+            Ok(t) => {
+                let d = diff_outputs(case, &want, &t.outputs);
+                (if d.is_empty() { None } else { Some(d) }, Some(t), None)
+            }
+        };
+        if let (Some(d), None) = (&difference, &first) {
+            let prev = previous.as_ref().map(|(_, s, t)| (s, t));
+            let pinned = match failed_step {
+                Some(k) => describe_kernel(&sched, k, prev.map(|(s, _)| s), &run, "stops in the kernel interpreter"),
+                None => pin_kernel(&sched, trace.as_ref(), prev, &run),
+            };
+            let pass = if k == 0 { "before any rewrite pass (scheduling or lowering)".to_string() } else { format!("rewrite pass '{}'", passes[k - 1].name) };
+            let rules = if k > 0 { format!(" (its rules: {})", rule_names(&passes[k - 1])) } else { String::new() };
+            first = Some(format!("first difference at stage '{stage}', {pass}{rules}\n{pinned}{d}"));
+        }
+        stages.push(StageResult { stage: stage.clone(), difference });
+        if let Some(t) = trace {
+            previous = Some((stage, sched, t));
+        }
+    }
+    if with_backend {
+        let stage = "rendered: cpu".to_string();
+        let sched = schedule_case(&run, case, &passes)?;
+        let difference = match exec::run(&sched, &run.loaded.inputs) {
+            Err(e) => Some(e.to_string()),
+            Ok(values) => {
+                let d = diff_outputs(case, &want, &values);
+                (!d.is_empty()).then_some(d)
+            }
+        };
+        if let (Some(d), None) = (&difference, &first) {
+            first = Some(format!(
+                "first difference at stage '{stage}': the interpreted kernels agree with the oracle, so the rendered C or the \
+                 runtime differs\n{d}"
+            ));
+        }
+        stages.push(StageResult { stage, difference });
+    }
+    Ok(DiffReport { stages, first })
+}
+
+fn rule_names(rules: &RuleSet) -> String {
+    let names: Vec<&str> = rules.rules().iter().map(|r| r.name).collect();
+    if rewrite::faults::any_active() {
+        format!("{} (fault injection is on)", names.join(", "))
+    } else {
+        format!("{} rules", names.len())
+    }
+}
+
+/// The first kernel whose written buffer differs from the previous stage's (same schedule,
+/// other index arithmetic), with its program.
+fn pin_kernel(sched: &Schedule, trace: Option<&Trace>, previous: Option<(&Schedule, &Trace)>, run: &OracleRun) -> String {
+    let (Some(trace), Some((prev_sched, prev))) = (trace, previous) else {
+        return String::new();
+    };
+    let step_of_write = |i: usize| {
+        // The i-th write is made by the i-th step (every step writes exactly one buffer).
+        i.min(sched.steps.len().saturating_sub(1))
+    };
+    for (i, ((b, now), (pb, before))) in trace.written.iter().zip(&prev.written).enumerate() {
+        if b != pb || now != before {
+            return describe_kernel(sched, step_of_write(i), Some(prev_sched), run, "writes different values than before the pass");
+        }
+    }
+    String::new()
+}
+
+/// Names step `k` (its kernel, the graph node it computes) and shows its program before and
+/// after the pass.
+fn describe_kernel(sched: &Schedule, k: usize, prev_sched: Option<&Schedule>, run: &OracleRun, what: &str) -> String {
+    match sched.steps.get(k) {
+        Some(Step::Kernel { program, value, .. }) => {
+            let node = value.map(|v| format!(", computing graph node {}", file_id(run, v))).unwrap_or_default();
+            let old = match prev_sched.and_then(|p| p.steps.get(k)) {
+                Some(Step::Kernel { program, .. }) => format!("before the pass:\n{program}"),
+                _ => String::new(),
+            };
+            format!("kernel {} (step {k}{node}) {what}\n{old}after the pass:\n{program}", program.name)
+        }
+        Some(Step::Copy { dst, src }) => format!("step {k} (copy {dst} <- {src}) {what}\n"),
+        None => String::new(),
+    }
+}
+
+fn file_id(run: &OracleRun, n: NodeId) -> u64 {
+    run.loaded.file_id.get(n.index()).copied().unwrap_or(u64::from(n.0))
+}

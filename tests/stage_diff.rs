@@ -1,0 +1,46 @@
+//! `uopkit diff` pins a deliberately wrong rewrite rule to its pass: with the test-only fault
+//! `fault_mod_drop` switched on (this thread only), the lowered kernels still agree with the
+//! oracle and the first stage that differs is the one after the `symbolic` pass.
+
+use uopkit_compiler::rewrite::faults;
+use uopkit_conformance::{load, stages};
+
+/// x = arange(6) as [3,2], permuted to [2,3], flattened, doubled: the flat index k reads
+/// x at (k % 3) * 2 + k / 3, a modulo the faulty rule drops.
+const PERMUTED_RESHAPE: &str = r#"{
+  "format": "uopkit-case/1",
+  "description": "permute then reshape: index arithmetic with a modulo; hand-derived [0,4,8,2,6,10]",
+  "graph": [
+    {"id": 0, "op": "BUFFER", "dtype": "int32", "arg": {"device": "CPU:0", "size": 6, "slot": 0}},
+    {"id": 1, "op": "RESHAPE", "dtype": "int32", "src": [0], "arg": [3, 2]},
+    {"id": 2, "op": "PERMUTE", "dtype": "int32", "src": [1], "arg": [1, 0]},
+    {"id": 3, "op": "RESHAPE", "dtype": "int32", "src": [2], "arg": [6]},
+    {"id": 4, "op": "ADD", "dtype": "int32", "src": [3, 3]}
+  ],
+  "inputs": {"0": {"arange": {"start": 0, "step": 1}}},
+  "outputs": [{"name": "y", "node": 4, "shape": [6], "expect": [0, 4, 8, 2, 6, 10]}]
+}"#;
+
+#[test]
+fn every_stage_agrees_without_the_fault() {
+    let case = load::parse_case(PERMUTED_RESHAPE).expect("the case parses");
+    let report = stages::diff(&case, true).expect("diff runs");
+    assert!(report.agrees(), "{:?}", report.first);
+    let names: Vec<&str> = report.stages.iter().map(|s| s.stage.as_str()).collect();
+    assert_eq!(names, ["kernels: lowered", "kernels: after pass 'symbolic'", "rendered: cpu"]);
+}
+
+#[test]
+fn diff_names_the_pass_of_a_wrong_rule() {
+    let case = load::parse_case(PERMUTED_RESHAPE).expect("the case parses");
+    faults::set_active(&["fault_mod_drop"]);
+    let report = stages::diff(&case, true);
+    faults::set_active(&[]);
+    let report = report.expect("diff runs");
+    assert!(report.stages[0].difference.is_none(), "the lowered kernels are right: {:?}", report.stages[0]);
+    assert!(report.stages[1].difference.is_some(), "the pass with the wrong rule differs");
+    let first = report.first.expect("a difference is reported");
+    assert!(first.contains("after pass 'symbolic'"), "{first}");
+    assert!(first.contains("fault_mod_drop"), "the report names the rules of the pass: {first}");
+    assert!(first.contains("kernel k0") && first.contains("graph node 4"), "the report pins the kernel and node: {first}");
+}
