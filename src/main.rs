@@ -158,7 +158,9 @@ fn check(dir: &Path, filter: Option<&str>, backends: &[Backend]) -> ExitCode {
                         t.skipped += 1;
                         continue;
                     }
-                    None => uopkit_conformance::backend::check_cpu(&case).map(|_| ()),
+                    None => uopkit_conformance::backend::cpu_allowances()
+                        .and_then(|allow| uopkit_conformance::backend::check_cpu_with(&case, &name, allow))
+                        .map(|_| ()),
                 },
             };
             match result {

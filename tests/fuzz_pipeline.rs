@@ -27,14 +27,7 @@ const FAULT_MAX_CASES: u64 = 500;
 const FAULT_MAX_NODES: usize = 8;
 
 fn opts(dir: &Path, seed: u64, max_cases: u64) -> FuzzOpts {
-    FuzzOpts {
-        backend: "cpu".into(),
-        seconds: 600,
-        seed,
-        max_cases: Some(max_cases),
-        out_dir: dir.to_path_buf(),
-        ..FuzzOpts::default()
-    }
+    FuzzOpts { backend: "cpu".into(), seconds: 600, seed, max_cases: Some(max_cases), out_dir: dir.to_path_buf(), ..FuzzOpts::default() }
 }
 
 #[test]
@@ -46,15 +39,8 @@ fn fixed_seed_fuzz_finds_no_mismatch() {
     println!("(took {:.1}s)", t.elapsed().as_secs_f64());
     assert!(report.ok(), "the CPU backend disagrees with the oracle:\n{report}");
     assert_eq!(report.cases, CI_CASES);
-    assert!(
-        report.passed >= CI_CASES * 3 / 4,
-        "too many generated cases were skipped (oracle UB or unsupported): {report}"
-    );
-    assert_eq!(
-        std::fs::read_dir(dir.path()).map(|d| d.count()).unwrap_or(0),
-        0,
-        "nothing written without a failure"
-    );
+    assert!(report.passed >= CI_CASES * 3 / 4, "too many generated cases were skipped (oracle UB or unsupported): {report}");
+    assert_eq!(std::fs::read_dir(dir.path()).map(|d| d.count()).unwrap_or(0), 0, "nothing written without a failure");
 }
 
 #[test]
@@ -66,9 +52,7 @@ fn the_fuzzer_finds_and_shrinks_the_wrong_rule_fault_mod_drop() {
     faults::set_active(&[]);
     let report = report.expect("the fuzzer runs");
     println!("{report}");
-    let f = report.failures.first().unwrap_or_else(|| {
-        panic!("fault_mod_drop not found in {FAULT_MAX_CASES} cases:\n{report}")
-    });
+    let f = report.failures.first().unwrap_or_else(|| panic!("fault_mod_drop not found in {FAULT_MAX_CASES} cases:\n{report}"));
     println!(
         "fault_mod_drop: found at case #{} of seed 1, shrunk from {} to {} nodes with {} shrink checks, {:.1}s in all",
         f.case_number,
@@ -81,12 +65,7 @@ fn the_fuzzer_finds_and_shrinks_the_wrong_rule_fault_mod_drop() {
     println!("shrunk case:\n{}", f.case.to_canonical_string());
     assert_eq!(f.class, FailClass::Mismatch, "{}", f.message);
     assert!(f.case_number <= FAULT_MAX_CASES);
-    assert!(
-        f.nodes_after <= FAULT_MAX_NODES,
-        "shrunk to {} nodes only:\n{}",
-        f.nodes_after,
-        f.case.to_canonical_string()
-    );
+    assert!(f.nodes_after <= FAULT_MAX_NODES, "shrunk to {} nodes only:\n{}", f.nodes_after, f.case.to_canonical_string());
     assert!(f.path.starts_with(dir.path()));
     // The written case: canonical, tagged, its expectations are the oracle's; the backend
     // disagrees with the fault on and agrees without it.
@@ -100,10 +79,7 @@ fn the_fuzzer_finds_and_shrinks_the_wrong_rule_fault_mod_drop() {
     let with_fault = backend::check_cpu(&case);
     faults::set_active(&[]);
     assert!(with_fault.is_err(), "the shrunk case no longer fails");
-    assert!(
-        backend::check_cpu(&case).is_ok(),
-        "the shrunk case fails without the fault"
-    );
+    assert!(backend::check_cpu(&case).is_ok(), "the shrunk case fails without the fault");
     assert_eq!(fuzz::first_divergence(&case), None);
 }
 
@@ -119,19 +95,13 @@ fn regression_files_are_never_overwritten() {
     let b = fuzz::write_new(dir.path(), "fuzz_7", &case).expect("written");
     assert_eq!(a.file_name().unwrap(), "fuzz_7_1.json");
     assert_eq!(b.file_name().unwrap(), "fuzz_7_3.json");
-    assert_eq!(
-        std::fs::read_to_string(dir.path().join("fuzz_7_2.json")).unwrap(),
-        "taken"
-    );
+    assert_eq!(std::fs::read_to_string(dir.path().join("fuzz_7_2.json")).unwrap(), "taken");
 }
 
 #[test]
 fn unknown_backends_are_refused() {
     let dir = tempfile::tempdir().expect("a temp dir");
-    let o = FuzzOpts {
-        backend: "tpu".into(),
-        ..opts(dir.path(), 0, 1)
-    };
+    let o = FuzzOpts { backend: "tpu".into(), ..opts(dir.path(), 0, 1) };
     let e = fuzz::run(o).expect_err("no such backend");
     assert!(e.to_string().contains("unknown backend"), "{e}");
 }

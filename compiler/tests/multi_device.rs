@@ -415,7 +415,7 @@ fn sharded_reduce_then_allreduce() {
         let data = (0..4).map(|d| (0..6).map(|i| (d * 6 + i) as u64).collect()).collect();
         let b = g.multi_buffer(DType::Int32, &devs, data);
         let rs = g.add(Op::RESHAPE, DType::Int32, vec![b], Arg::Shape(vec![1, 6]));
-        let red = g.add(Op::REDUCE, DType::Int32, vec![rs], Arg::Reduce { op: Op::ADD, axes: 1 });
+        let red = g.add(Op::REDUCE, DType::Int32, vec![rs], Arg::Reduce { op: Op::ADD, axes: 1, order: Default::default() });
         let ar = g.allreduce(Op::ADD, red, &devs);
         let one = g.add(Op::MSELECT, DType::Int32, vec![ar], Arg::Index(2));
         let s = run_and_compare(&g, &[ar, one], mode);

@@ -3,9 +3,12 @@
 //! behaviour there is undefined and may crash the process.
 
 use uopkit_compiler::exec;
-use uopkit_compiler::schedule::{self, Schedule};
+use std::sync::OnceLock;
+
+use uopkit_compiler::schedule::{self, Schedule, ScheduleOpts};
 use uopkit_interp::ir::NodeId;
 
+use crate::allowances::Allowances;
 use crate::case::{Case, ScheduleExpect};
 use crate::compare;
 use crate::run::{self, OracleRun};
@@ -19,28 +22,34 @@ pub fn cpu_skip_reason(case: &Case) -> Option<&'static str> {
     None
 }
 
-/// Runs `case` on the CPU backend and compares every output with the oracle, bit for bit
-/// under the case's policy; also checks the case's schedule expectations.
+/// The CPU backend's allowances (`manifests/allowances/cpu.json`), read once.
+pub fn cpu_allowances() -> Result<&'static Allowances, String> {
+    static ALLOW: OnceLock<Result<Allowances, String>> = OnceLock::new();
+    ALLOW.get_or_init(|| Allowances::for_backend("cpu")).as_ref().map_err(|e| e.clone())
+}
+
+/// [`check_cpu_with`] under the CPU manifest, for a case without a corpus name.
 pub fn check_cpu(case: &Case) -> Result<Schedule, String> {
+    check_cpu_with(case, "", cpu_allowances()?)
+}
+
+/// Runs `case` (named `name` in the corpus, for the manifest's per-case overrides) on the
+/// CPU backend and compares every output with the oracle under the case's comparison mode
+/// and the backend's allowances; also checks the case's schedule expectations.
+pub fn check_cpu_with(case: &Case, name: &str, allow: &Allowances) -> Result<Schedule, String> {
     let oracle = run::run_oracle(case).map_err(|e| format!("the oracle failed: {e}"))?;
-    let oracle_values = run::output_values(case, &oracle).map_err(|e| e.to_string())?;
-    let roots: Vec<NodeId> = case
-        .outputs
-        .iter()
-        .map(|o| oracle.loaded.arena(o.node))
-        .collect::<Result<_, _>>()
-        .map_err(|e| e.to_string())?;
-    let sched = schedule::schedule(&oracle.loaded.graph, &oracle.verified, &roots)
+    let roots: Vec<NodeId> = case.outputs.iter().map(|o| oracle.loaded.arena(o.node)).collect::<Result<_, _>>().map_err(|e| e.to_string())?;
+    let mut opts = ScheduleOpts::from_env()?;
+    if let Some(mode) = case.schedule.as_ref().and_then(|s| s.allreduce.as_deref()) {
+        opts.allreduce = mode.parse().map_err(|e| format!("schedule.allreduce: {e}"))?;
+    }
+    let sched = schedule::schedule_opts(&oracle.loaded.graph, &oracle.verified, &roots, &opts)
         .map_err(|e| format!("scheduler: {}", oracle_error_ids(&oracle, e)))?;
     let values = exec::run(&sched, &oracle.loaded.inputs).map_err(|e| format!("{e}"))?;
-    let mut report = String::new();
-    for ((out, ov), cv) in case.outputs.iter().zip(oracle_values).zip(values) {
-        let cv = cv.ok_or_else(|| format!("output '{}' has no value on the backend", out.name))?;
-        let d = compare::compare_values(out, ov, &cv)?;
-        if !d.passed() {
-            report += &d.report(8);
-        }
-    }
+    let mut report = match compare::check_outputs(case, name, &oracle, &values, allow) {
+        Ok(_) => String::new(),
+        Err(r) => r,
+    };
     report += &check_invariants(&sched);
     if let Some(exp) = &case.schedule {
         report += &check_schedule(exp, &sched, &oracle);

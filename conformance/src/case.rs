@@ -146,6 +146,10 @@ pub struct ScheduleExpect {
     pub writes: Option<Vec<u64>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub copy_pairs: Option<Vec<(String, String)>>,
+    /// How the compiler must lower ALLREDUCE for this case: "naive", "ring" or "auto"
+    /// (tinygrad's default choice). An instruction to the compiler, not an expectation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allreduce: Option<String>,
 }
 
 impl Case {
@@ -233,7 +237,8 @@ pub fn json_schema() -> Json {
                     "kernels": {"type": "integer"},
                     "no_kernel": {"type": "boolean"},
                     "writes": {"type": "array", "items": {"type": "integer"}},
-                    "copy_pairs": {"type": "array", "items": {"type": "array", "items": {"type": "string"}, "minItems": 2, "maxItems": 2}}
+                    "copy_pairs": {"type": "array", "items": {"type": "array", "items": {"type": "string"}, "minItems": 2, "maxItems": 2}},
+                    "allreduce": {"enum": ["naive", "ring", "auto"]}
                 }
             }
         },

@@ -11,6 +11,7 @@
 //! Everything runs on the calling thread, so thread-local settings (the compiler's test-only
 //! fault injection) apply. The same seed and options give the same cases.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::io::Write as _;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -47,6 +48,10 @@ pub struct FuzzOpts {
     pub gen: TensorConfig,
     /// Limits of shrinking one failure (recipe and graph each get this budget).
     pub shrink: ShrinkOpts,
+    /// Count the backend's refusals (a scheduler error on a graph the oracle defines, such
+    /// as tinygrad's "cycle detected in the assign graph") as failures too. Off: they are
+    /// counted and listed in the report ([`FuzzReport::refusals`]) but not shrunk.
+    pub refusals_fail: bool,
 }
 
 impl Default for FuzzOpts {
@@ -60,6 +65,7 @@ impl Default for FuzzOpts {
             max_failures: 1,
             gen: TensorConfig::default(),
             shrink: ShrinkOpts::default(),
+            refusals_fail: false,
         }
     }
 }
@@ -79,7 +85,9 @@ pub enum Error {
 pub enum FailClass {
     /// Outputs differ from the oracle's.
     Mismatch,
-    /// The backend could not schedule, lower, compile or run the case.
+    /// The scheduler refused the graph (a limitation rather than a wrong result).
+    Refused,
+    /// The backend could not lower, compile or run the case, or gave no value.
     Backend,
     /// The backend panicked.
     Panic,
@@ -92,7 +100,10 @@ pub enum Verdict {
     /// Not a test of the backend: the oracle reports an error or undefined behaviour, or the
     /// backend does not take such cases yet.
     Skip(String),
-    Fail { class: FailClass, message: String },
+    Fail {
+        class: FailClass,
+        message: String,
+    },
 }
 
 /// Runs `case` on the CPU backend and compares with the oracle (panics caught).
@@ -106,7 +117,13 @@ pub fn check_cpu_case(case: &Case) -> Verdict {
     match catch_unwind(AssertUnwindSafe(|| backend::check_cpu(case))) {
         Ok(Ok(_)) => Verdict::Pass,
         Ok(Err(message)) => {
-            let class = if message.contains("elements differ") { FailClass::Mismatch } else { FailClass::Backend };
+            let class = if message.contains("elements differ") {
+                FailClass::Mismatch
+            } else if message.starts_with("scheduler:") {
+                FailClass::Refused
+            } else {
+                FailClass::Backend
+            };
             Verdict::Fail { class, message }
         }
         Err(p) => {
@@ -165,6 +182,9 @@ pub struct FuzzReport {
     pub passed: u64,
     /// Cases not sent to the backend (oracle UB/error, or not supported by the backend).
     pub skipped: u64,
+    /// Cases the scheduler refused (when they are not failures): the reasons, without node
+    /// ids, with how often each came.
+    pub refusals: BTreeMap<String, u64>,
     pub failures: Vec<FuzzFailure>,
     pub elapsed: Duration,
 }
@@ -180,15 +200,19 @@ impl fmt::Display for FuzzReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
-            "fuzz {} seed {}: {} cases ({} passed, {} skipped, {} failed) in {:.1}s",
+            "fuzz {} seed {}: {} cases ({} passed, {} skipped, {} refused, {} failed) in {:.1}s",
             self.backend,
             self.seed,
             self.cases,
             self.passed,
             self.skipped,
+            self.refusals.values().sum::<u64>(),
             self.failures.len(),
             self.elapsed.as_secs_f64()
         )?;
+        for (why, n) in &self.refusals {
+            writeln!(f, "refused {n}×: {why}")?;
+        }
         for x in &self.failures {
             writeln!(
                 f,
@@ -217,10 +241,20 @@ pub fn run(opts: FuzzOpts) -> Result<FuzzReport, Error> {
     }
     let start = Instant::now();
     let budget = Duration::from_secs(opts.seconds);
-    let mut report = FuzzReport { backend: opts.backend.clone(), seed: opts.seed, cases: 0, passed: 0, skipped: 0, failures: vec![], elapsed: Duration::ZERO };
+    let mut report = FuzzReport {
+        backend: opts.backend.clone(),
+        seed: opts.seed,
+        cases: 0,
+        passed: 0,
+        skipped: 0,
+        refusals: BTreeMap::new(),
+        failures: vec![],
+        elapsed: Duration::ZERO,
+    };
     let strategy = recipe(&opts.gen);
     let mut runner = seeded_runner(1, opts.seed, 0);
-    while start.elapsed() < budget && opts.max_cases.is_none_or(|m| report.cases < m) && (report.failures.len() as u64) < opts.max_failures {
+    while start.elapsed() < budget && opts.max_cases.is_none_or(|m| report.cases < m) && (report.failures.len() as u64) < opts.max_failures
+    {
         let tree = strategy.new_tree(&mut runner).map_err(|e| Error::Generate(e.to_string()))?;
         let r = tree.current();
         let generated = crate::gen::tensor::build(&r, &opts.gen);
@@ -228,6 +262,9 @@ pub fn run(opts: FuzzOpts) -> Result<FuzzReport, Error> {
         match check_case(&opts.backend, &generated.case)? {
             Verdict::Pass => report.passed += 1,
             Verdict::Skip(_) => report.skipped += 1,
+            Verdict::Fail { class: FailClass::Refused, message } if !opts.refusals_fail => {
+                *report.refusals.entry(without_node_ids(&message)).or_insert(0) += 1;
+            }
             Verdict::Fail { class, message } => {
                 let failure = shrink_and_write(&opts, report.cases, &generated, class, message)?;
                 report.failures.push(failure);
@@ -238,11 +275,27 @@ pub fn run(opts: FuzzOpts) -> Result<FuzzReport, Error> {
     Ok(report)
 }
 
+/// `scheduler: node 6: cycle …` → `scheduler: cycle …` (to group refusals).
+fn without_node_ids(message: &str) -> String {
+    let first = message.lines().next().unwrap_or("");
+    first
+        .split(": ")
+        .filter(|part| !(part.starts_with("node ") && part[5..].chars().all(|c| c.is_ascii_digit())))
+        .collect::<Vec<_>>()
+        .join(": ")
+}
+
 fn same_failure(backend: &str, case: &Case, class: FailClass) -> bool {
     matches!(check_case(backend, case), Ok(Verdict::Fail { class: c, .. }) if c == class)
 }
 
-fn shrink_and_write(opts: &FuzzOpts, case_number: u64, generated: &Generated, class: FailClass, message: String) -> Result<FuzzFailure, Error> {
+fn shrink_and_write(
+    opts: &FuzzOpts,
+    case_number: u64,
+    generated: &Generated,
+    class: FailClass,
+    message: String,
+) -> Result<FuzzFailure, Error> {
     let backend = opts.backend.as_str();
     let (g, s1): (Generated, ShrinkStats) =
         shrink_recipe(&generated.recipe, &opts.gen, opts.shrink, &mut |g: &Generated| same_failure(backend, &g.case, class));

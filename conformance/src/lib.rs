@@ -11,6 +11,7 @@ pub mod gen;
 pub mod inputs;
 pub mod load;
 pub mod run;
+pub mod stages;
 pub mod shrink;
 pub mod xfail;
 

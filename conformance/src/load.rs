@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value as Json;
 use uopkit_interp::eval::BufferInit;
 use uopkit_interp::ir::inline::inline_calls;
-use uopkit_interp::ir::{Arg, DType, Device, DeviceSpec, Graph, Node, NodeId, Op};
+use uopkit_interp::ir::{Arg, DType, Device, DeviceSpec, Graph, Node, NodeId, Op, ReduceOrder};
 use uopkit_interp::scalar::literal;
 use uopkit_interp::verify::{self, Verified, MAX_ELEMENTS};
 
@@ -312,13 +312,22 @@ pub fn parse_arg(op: Op, dtype: DType, v: &Json) -> Result<Arg, String> {
                     .collect::<Result<_, _>>()?,
             )
         }
-        Op::REDUCE => match v.as_array().map(|a| a.as_slice()) {
-            Some([o, n]) => Arg::Reduce {
-                op: reduce_op(o)?,
-                axes: n.as_u64().ok_or("axis count must be an integer")? as usize,
-            },
-            _ => return Err(format!("expected [op, n], found {v}")),
-        },
+        Op::REDUCE => {
+            let (o, n, order) = match v.as_array().map(|a| a.as_slice()) {
+                Some([o, n]) => (o, n, ReduceOrder::Sequential),
+                Some([o, n, ord]) => (
+                    o,
+                    n,
+                    serde_json::from_value(ord.clone())
+                        .map_err(|e| format!("bad reduce order {ord} (\"sequential\", {{\"split\": k}}, {{\"chunks\": k}}, {{\"tree\": leaf}}): {e}"))?,
+                ),
+                _ => return Err(format!("expected [op, n] or [op, n, order], found {v}")),
+            };
+            if matches!(order, ReduceOrder::Split(0) | ReduceOrder::Chunks(0) | ReduceOrder::Tree(0)) {
+                return Err(format!("reduce order {order:?} needs a positive count"));
+            }
+            Arg::Reduce { op: reduce_op(o)?, axes: n.as_u64().ok_or("axis count must be an integer")? as usize, order }
+        }
         Op::ALLREDUCE => match v.as_array().map(|a| a.as_slice()) {
             Some([o, ds]) => {
                 let devices: Vec<Device> = serde_json::from_value(ds.clone())

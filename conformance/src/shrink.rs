@@ -8,7 +8,7 @@
 //! * [`shrink_case`]: on any case's graph: drop outputs; move an output down to one of its
 //!   sources (cutting the nodes above); bypass a node by a source of the same type and
 //!   shape; replace a subgraph by a BUFFER holding its oracle value (plus a RESHAPE), or by
-//!   a CONST when the value is uniform; replace buffer contents by zeros.
+//!   a CONST when the value is uniform; replace buffer contents by `0, 1, 2, …`.
 //!
 //! A candidate is only offered to the predicate when the oracle runs it without error or
 //! undefined behaviour, so the result is always a valid, defined case. The predicate
@@ -73,7 +73,12 @@ impl Budget {
 
 /// Shrinks a generated program while `fails` holds for what it builds. Returns the smallest
 /// failing program found (the input when nothing smaller fails).
-pub fn shrink_recipe(recipe: &Recipe, cfg: &TensorConfig, opts: ShrinkOpts, fails: &mut dyn FnMut(&Generated) -> bool) -> (Generated, ShrinkStats) {
+pub fn shrink_recipe(
+    recipe: &Recipe,
+    cfg: &TensorConfig,
+    opts: ShrinkOpts,
+    fails: &mut dyn FnMut(&Generated) -> bool,
+) -> (Generated, ShrinkStats) {
     let mut budget = Budget::new(opts);
     let mut cur = build(recipe, cfg);
     let mut stats = ShrinkStats { nodes_before: cur.case.graph.len(), ..ShrinkStats::default() };
@@ -235,7 +240,7 @@ fn smaller(a: &Case, b: &Case) -> bool {
     weight(a) < weight(b)
 }
 
-fn node<'a>(case: &'a Case, id: u64) -> Option<&'a NodeJson> {
+fn node(case: &Case, id: u64) -> Option<&NodeJson> {
     case.graph.iter().find(|n| n.id == id)
 }
 
@@ -343,7 +348,9 @@ fn case_candidates(cur: &Case) -> Vec<Case> {
         let Ok(aid) = oracle.loaded.arena(id) else { continue };
         let Some(v) = oracle.evaluation.value(aid) else { continue };
         let Data::Single(elems) = &v.data else { continue };
-        let Some(bits): Option<Vec<u64>> = elems.iter().map(|e| if let Elem::Bits(b) = e { Some(*b) } else { None }).collect() else { continue };
+        let Some(bits): Option<Vec<u64>> = elems.iter().map(|e| if let Elem::Bits(b) = e { Some(*b) } else { None }).collect() else {
+            continue;
+        };
         let info = oracle.verified.info(aid);
         if !bits.is_empty() && bits.iter().all(|&b| b == bits[0]) {
             let k = uopkit_interp::scalar::literal::format(v.dtype, bits[0]);
@@ -357,7 +364,13 @@ fn case_candidates(cur: &Case) -> Vec<Case> {
         }
         let Some(device) = info.device.as_ref().filter(|d| !d.is_multi()) else { continue };
         let Ok(Json::Array(lits)) = value_json(v) else { continue };
-        let buffer = |i| NodeJson { id: i, op: Op::BUFFER, dtype: v.dtype, src: vec![], arg: json!({"slot": slot, "size": bits.len(), "device": device}) };
+        let buffer = |i| NodeJson {
+            id: i,
+            op: Op::BUFFER,
+            dtype: v.dtype,
+            src: vec![],
+            arg: json!({"slot": slot, "size": bits.len(), "device": device}),
+        };
         if v.shape == [bits.len()] {
             out.push(replace(cur, id, vec![buffer(0)], Some((0, Init::Data(lits)))));
         } else {
@@ -365,11 +378,13 @@ fn case_candidates(cur: &Case) -> Vec<Case> {
             out.push(replace(cur, id, vec![reshape, buffer(0)], Some((1, Init::Data(lits)))));
         }
     }
-    // 5. Simpler buffer contents: all zeros.
+    // 5. Simpler buffer contents: 0, 1, 2, … (distinct values, so that reading a wrong
+    // element still shows; a constant fill could hide it).
     for (k, init) in &cur.inputs {
-        if matches!(init, Init::Data(_)) {
+        let is_bool = k.parse::<u64>().ok().and_then(|id| node(cur, id)).is_some_and(|n| n.dtype == DType::Bool);
+        if matches!(init, Init::Data(_)) && !is_bool {
             let mut c = cur.clone();
-            c.inputs.insert(k.clone(), Init::Fill(json!(0)));
+            c.inputs.insert(k.clone(), Init::Arange { start: json!(0), step: json!(1) });
             out.push(c);
         }
     }
@@ -401,7 +416,7 @@ mod tests {
         assert!(small.graph.len() <= 3, "{before} → {}: {:#?}", small.graph.len(), small.graph);
         assert_eq!(stats.nodes_before, before);
         assert_eq!(stats.nodes_after, small.graph.len());
-        assert!(small.inputs.values().all(|i| matches!(i, Init::Fill(_))), "{:?}", small.inputs);
+        assert!(small.inputs.values().all(|i| matches!(i, Init::Arange { .. })), "{:?}", small.inputs);
     }
 
     #[test]

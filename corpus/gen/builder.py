@@ -111,8 +111,9 @@ class G:
     def flip(self, x, axes):
         return self.op("FLIP", self.dt(x), x, arg=list(axes))
 
-    def reduce(self, x, rop, n):
-        return self.op("REDUCE", self.dt(x), x, arg=[rop, n])
+    def reduce(self, x, rop, n, order=None):
+        """order: None (sequential) or a declared order such as {"split": 2}."""
+        return self.op("REDUCE", self.dt(x), x, arg=[rop, n] if order is None else [rop, n, order])
 
     def store(self, target, value):
         return self.op("STORE", "void", target, value)

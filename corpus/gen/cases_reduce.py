@@ -41,6 +41,7 @@ FM30 = N.value("float32", N.round_fraction("float32", Q(1, 10 ** 30)))
 
 
 def gen(C):
+    gen_declared_orders(C)
     a12 = list(range(12))
     a24 = list(range(24))
     case(C, "add_2d_axis0", "REDUCE ADD 1 of int32 [3,4] (arange) sums over axis 0 -> [4]", "int32", a12,
@@ -89,3 +90,15 @@ def gen(C):
          ["nan", "nan", 1, "nan", Q(1, 2), "nan"], [("reshape", [3, 2]), ("reduce", ("MAX", 1))], ["nan"])
     case(C, "add_bfloat16_no_upcast", "REDUCE ADD of bfloat16 [256, 1, 1, 1, 1] folds to 256 (256+1 ties to even at 8 significant bits); exact Fraction rounding per step", "bfloat16",
          [256, 1, 1, 1, 1], [("reduce", ("ADD", 1))], ["order"])
+
+
+def gen_declared_orders(C):
+    """A REDUCE whose arg records the order a compiler split it in; the oracle replays that
+    order, so the split result is exact (and differs from the sequential one)."""
+    g = G("REDUCE ADD of float32 [1e8, 1, -1e8, 1] declared as split(2): acc0 = (0 + 1e8) + -1e8 = 0, "
+          "acc1 = (0 + 1) + 1 = 2, combined left to right: 0 + 2 = 2.0 (sequential gives 1.0 since 1e8 + 1 "
+          "rounds to 1e8); by hand, every step exact or checked with struct", ["reduce", "order", "float32"])
+    b = g.buffer("float32", 4, data=[N.raw("float32", v) for v in [10 ** 8, 1, -(10 ** 8), 1]])
+    g.output("split2", g.reduce(b, "ADD", 1, {"split": 2}), [], [N.raw("float32", 2)])
+    g.output("sequential", g.reduce(b, "ADD", 1), [], [N.raw("float32", 1)])
+    C.add("reduce", "add_float32_declared_split", g)

@@ -418,7 +418,7 @@ fn verify_node(g: &Graph, infos: &[Info], id: NodeId) -> Result<Info> {
             arity(1..=1)?;
             not_void(0)?;
             dtype_is(src[0].dtype)?;
-            let Arg::Reduce { op, axes } = n.arg else {
+            let Arg::Reduce { op, axes, .. } = n.arg else {
                 return Err(bad_arg());
             };
             if !op.is_reduce_op() {

@@ -70,7 +70,7 @@ impl B {
     }
 
     fn reduce(&mut self, x: NodeId, dt: DType, op: Op, axes: usize) -> NodeId {
-        self.node(Op::REDUCE, dt, vec![x], Arg::Reduce { op, axes })
+        self.node(Op::REDUCE, dt, vec![x], Arg::Reduce { op, axes, order: Default::default() })
     }
 
     fn alu(&mut self, op: Op, dt: DType, src: Vec<NodeId>) -> NodeId {
@@ -251,10 +251,7 @@ fn reassociated_float32_sums_stay_inside_the_bound() {
             results.push((format!("permutation {p}"), perm.iter().fold(0.0f32, |a, &b| a + b)));
         }
         for (name, r) in &results {
-            assert!(
-                inside(DType::Float32, &bound, oracle, r.to_bits() as u64),
-                "seed {seed} n {n}: {name} gives {r:e}, outside {bound:?}"
-            );
+            assert!(inside(DType::Float32, &bound, oracle, r.to_bits() as u64), "seed {seed} n {n}: {name} gives {r:e}, outside {bound:?}");
         }
         if n >= 2 {
             // γ(n−1)·Σ|x|: the bound is within a small factor of the classical one.
@@ -279,11 +276,8 @@ fn reassociated_float16_sums_stay_inside_the_bound() {
     let (ev, bs) = b.run(&[red], &reassoc());
     let oracle = bits_of(ev.value(red).unwrap())[0].clone();
     let x = Value { dtype: dt, shape: vec![100, 3], data: Data::Single(xs.iter().map(|&v| Elem::Bits(v)).collect()) };
-    let flipped = Value {
-        dtype: dt,
-        shape: vec![100, 3],
-        data: Data::Single((0..300).map(|i| Elem::Bits(xs[(99 - i / 3) * 3 + i % 3])).collect()),
-    };
+    let flipped =
+        Value { dtype: dt, shape: vec![100, 3], data: Data::Single((0..300).map(|i| Elem::Bits(xs[(99 - i / 3) * 3 + i % 3])).collect()) };
     for o in [ReduceOrder::Split(4), ReduceOrder::Chunks(5), ReduceOrder::Tree(1), ReduceOrder::Sequential] {
         for v in [&x, &flipped] {
             let got = bits_of(&bounds::reduce_with_order(Op::ADD, 1, v, &o).unwrap())[0].clone();
@@ -299,7 +293,9 @@ fn reassociated_float16_sums_stay_inside_the_bound() {
 fn reassociated_products_and_max() {
     let dt = DType::Float32;
     let mut rng = Rng(5);
-    let xs: Vec<f32> = (0..200).map(|_| (0.5 + (rng.next() % 1000) as f64 / 1000.0) as f32 * if rng.next() % 7 == 0 { -1.0 } else { 1.0 }).collect();
+    let xs: Vec<f32> = (0..200)
+        .map(|_| (0.5 + (rng.next() % 1000) as f64 / 1000.0) as f32 * if rng.next().is_multiple_of(7) { -1.0 } else { 1.0 })
+        .collect();
     let mut b = B::new();
     let buf = b.buffer(dt, xs.iter().map(|x| x.to_bits() as u64).collect());
     let p = b.reduce(buf, dt, Op::MUL, 1);
@@ -381,20 +377,25 @@ fn bounds_propagate_through_add_mul_cast_neg() {
 
 #[test]
 fn transcendental_budget_is_steps_on_the_line() {
-    let dt = DType::Float32;
-    let xs = [0.3f32, -7.25, 100.0, 0.0];
-    let mut b = B::new();
-    let buf = b.buffer(dt, xs.iter().map(|x| x.to_bits() as u64).collect());
-    let e = b.alu(Op::EXP2, dt, vec![buf]);
-    let tol = Tolerances { ulp: [((Op::EXP2, dt), 2)].into_iter().collect(), ..Tolerances::strict() };
-    let (ev, bs) = b.run(&[e], &tol);
-    let o = bits_of(ev.value(e).unwrap())[0].clone();
-    let nb = bs.get(e).unwrap();
-    assert!(nb.notes.contains("ulp: EXP2 float32 within 2 ulp"), "{:?}", nb.notes);
-    for (i, &ob) in o.iter().enumerate() {
-        let iv = range(&nb.comps[0][i]);
-        assert_eq!(iv.lo, round::to_f64(dt, ulp::step(dt, ob, -2)), "element {i}");
-        assert_eq!(iv.hi, round::to_f64(dt, ulp::step(dt, ob, 2)), "element {i}");
+    for dt in [DType::Float32, DType::Float64, DType::Float16] {
+        let xs = [0.3f64, -7.25, 10.0, 2000.0, 0.0];
+        let mut b = B::new();
+        let buf = b.buffer(dt, xs.iter().map(|&x| round::from_f64(dt, x)).collect());
+        let e = b.alu(Op::EXP2, dt, vec![buf]);
+        let tol = Tolerances { ulp: [((Op::EXP2, dt), 2)].into_iter().collect(), ..Tolerances::strict() };
+        let (ev, bs) = b.run(&[e], &tol);
+        let o = bits_of(ev.value(e).unwrap())[0].clone();
+        let nb = bs.get(e).unwrap();
+        assert!(nb.notes.contains(&format!("ulp: EXP2 {dt} within 2 ulp")), "{:?}", nb.notes);
+        for (i, &ob) in o.iter().enumerate() {
+            let iv = range(&nb.comps[0][i]);
+            assert_eq!(iv.lo, round::to_f64(dt, ulp::step(dt, ob, -2)), "{dt} element {i}");
+            assert_eq!(iv.hi, round::to_f64(dt, ulp::step(dt, ob, 2)), "{dt} element {i}");
+        }
+        // Other ops and dtypes are untouched by an EXP2 budget.
+        let s = b.alu(Op::SQRT, dt, vec![buf]);
+        let (_, bs) = b.run(&[s], &tol);
+        assert!(bs.get(s).unwrap().comps[0][..4].iter().all(|b| *b == Bound::Exact));
     }
 }
 
@@ -514,4 +515,91 @@ fn integer_reductions_are_exact_under_reassociation() {
     let s = b.reduce(buf, dt, Op::ADD, 1);
     let (_, bs) = b.run(&[s], &reassoc());
     assert!(bs.get(s).unwrap().all_exact());
+}
+
+/// The interval transfer functions are sound: for random operand intervals (of dtype values) in
+/// every float dtype, the oracle's own scalar result at random points inside lands in the
+/// interval the transfer function gives.
+#[test]
+fn interval_transfer_functions_contain_every_pointwise_result() {
+    use bounds::interval;
+    let mut rng = Rng(2024);
+    let dts = [DType::Float16, DType::BFloat16, DType::Float32, DType::Float64, DType::Fp8E5M2, DType::Fp8E4M3];
+    let mut checked = 0usize;
+    for &dt in &dts {
+        for _ in 0..300 {
+            // an interval around a random value, a few to many ulps wide, sometimes crossing 0
+            let mut pick = |rng: &mut Rng| {
+                let c = round::from_f64(dt, rng.f32(6) as f64);
+                let w = 1 + (rng.next() % 40) as i128;
+                let lo = round::to_f64(dt, ulp::step(dt, c, -w));
+                let hi = round::to_f64(dt, ulp::step(dt, c, (rng.next() % 40) as i128));
+                Iv { lo: lo.min(hi), hi: hi.max(lo) }
+            };
+            let a = pick(&mut rng);
+            let b = pick(&mut rng);
+            let c = pick(&mut rng);
+            let sample = |rng: &mut Rng, iv: Iv| -> u64 {
+                let (l, h) = (round::from_f64(dt, iv.lo), round::from_f64(dt, iv.hi));
+                let (kl, kh) = (ulp::ordinal(dt, l).unwrap(), ulp::ordinal(dt, h).unwrap());
+                let k = kl + (rng.next() % ((kh - kl + 1) as u64)) as i128;
+                ulp::from_ordinal(dt, k)
+            };
+            type Binary = fn(DType, Iv, Iv) -> Result<Iv, Why>;
+            let binaries: [(Op, Binary); 4] =
+                [(Op::ADD, interval::add), (Op::SUB, interval::sub), (Op::MUL, interval::mul), (Op::FDIV, interval::div)];
+            for (op, f) in binaries {
+                let Ok(iv) = f(dt, a, b) else { continue };
+                for _ in 0..20 {
+                    let (x, y) = (sample(&mut rng, a), sample(&mut rng, b));
+                    let r = round::to_f64(dt, scalar::alu(op, dt, &[x, y]).unwrap());
+                    assert!(
+                        iv.contains(r),
+                        "{dt} {op}: {:e} {op} {:e} = {r:e} outside {iv:?} (a {a:?}, b {b:?})",
+                        round::to_f64(dt, x),
+                        round::to_f64(dt, y)
+                    );
+                    checked += 1;
+                }
+            }
+            if let Ok(iv) = interval::mulacc(dt, a, b, c) {
+                for _ in 0..20 {
+                    let (x, y, z) = (sample(&mut rng, a), sample(&mut rng, b), sample(&mut rng, c));
+                    let r = round::to_f64(dt, scalar::alu(Op::MULACC, dt, &[x, y, z]).unwrap());
+                    assert!(iv.contains(r), "{dt} MULACC: {r:e} outside {iv:?}");
+                    checked += 1;
+                }
+            }
+            type Unary = fn(DType, Iv) -> Result<Iv, Why>;
+            let unaries: [(Op, Unary); 5] = [
+                (Op::SQRT, interval::sqrt),
+                (Op::EXP2, interval::exp2),
+                (Op::LOG2, interval::log2),
+                (Op::SIN, interval::sin),
+                (Op::TRUNC, interval::trunc),
+            ];
+            for (op, f) in unaries {
+                let Ok(iv) = f(dt, a) else { continue };
+                for _ in 0..20 {
+                    let x = sample(&mut rng, a);
+                    let r = round::to_f64(dt, scalar::alu(op, dt, &[x]).unwrap());
+                    assert!(iv.contains(r), "{dt} {op}({:e}) = {r:e} outside {iv:?} (a {a:?})", round::to_f64(dt, x));
+                    checked += 1;
+                }
+            }
+            if let Ok(iv) = interval::div(dt, Iv { lo: 1.0, hi: 1.0 }, a) {
+                let x = sample(&mut rng, a);
+                let r = round::to_f64(dt, scalar::alu(Op::RECIPROCAL, dt, &[x]).unwrap());
+                assert!(iv.contains(r), "{dt} RECIPROCAL: {r:e} outside {iv:?}");
+            }
+            for to in dts {
+                if let Ok(iv) = interval::cast(to, a) {
+                    let x = sample(&mut rng, a);
+                    let r = round::to_f64(to, scalar::cast(dt, to, x).unwrap());
+                    assert!(iv.contains(r), "{dt}→{to}: {r:e} outside {iv:?}");
+                }
+            }
+        }
+    }
+    assert!(checked > 50_000, "only {checked} points checked");
 }

@@ -102,7 +102,7 @@ impl IndexGraph {
         self.add(Op::CDIV, I64, vec![a, c], Arg::None)
     }
 
-    fn mod_i(&mut self, a: NodeId, b: i64) -> NodeId {
+    pub fn mod_i(&mut self, a: NodeId, b: i64) -> NodeId {
         if b == 1 {
             return self.int(0);
         }

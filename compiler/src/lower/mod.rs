@@ -11,7 +11,7 @@ pub mod index;
 use std::collections::BTreeMap;
 
 use uopkit_interp::eval::reduce_identity;
-use uopkit_interp::ir::{Arg, DType, Graph, NodeId, Op};
+use uopkit_interp::ir::{Arg, DType, Graph, NodeId, Op, ReduceOrder};
 use uopkit_interp::kernel::{InstId, KArg, ParamDecl, Program};
 use uopkit_interp::verify::Verified;
 
@@ -359,36 +359,71 @@ impl Lowerer<'_> {
         })
     }
 
-    /// A reduction: a register accumulator set to the identity, one loop per reduced axis
-    /// (row-major, so the fold order is the oracle's), acc = op(acc, x).
-    fn reduce(
-        &mut self,
-        n: NodeId,
-        idx: &[NodeId],
-        valid: Option<NodeId>,
-    ) -> Result<InstId, LowerError> {
+    /// A reduction: register accumulators set to the identity, one loop per reduced axis
+    /// (row-major, so the fold order is the oracle's), acc = op(acc, x). A declared
+    /// `split(k)` order keeps k accumulators (element r goes to r mod k) and combines them
+    /// left to right, exactly as the oracle replays it.
+    fn reduce(&mut self, n: NodeId, idx: &[NodeId], valid: Option<NodeId>) -> Result<InstId, LowerError> {
         let node = self.g.node(n).clone();
-        let Arg::Reduce { op, axes } = node.arg else {
+        let Arg::Reduce { op, axes, ref order } = node.arg else {
             return Err(self.err(n, "REDUCE without an op"));
+        };
+        let k = match *order {
+            ReduceOrder::Sequential => 1,
+            ReduceOrder::Split(k) => k.max(1),
+            ref other => return Err(self.err(n, format!("the reduce order {other:?} is not implemented by the lowering"))),
         };
         let in_shape = self.ver.info(node.src[0]).shape.clone();
         let dt = node.dtype;
-        let acc = self.prog.push(Op::BUFFER, dt, vec![], KArg::Reg(1));
-        let zero = self.konst(DType::Int64, 0);
-        let at = self.prog.push(Op::INDEX, dt, vec![acc, zero], KArg::None);
+        let acc = self.prog.push(Op::BUFFER, dt, vec![], KArg::Reg(k));
         let identity = self.konst(dt, reduce_identity(op, dt));
-        self.prog
-            .push(Op::STORE, DType::Void, vec![at, identity], KArg::None);
+        // acc[j] = identity for every j.
+        let init = self.open_loops(&[k]);
+        let j = self.emit_index(init[0]);
+        let at = self.prog.push(Op::INDEX, dt, vec![acc, j], KArg::None);
+        self.prog.push(Op::STORE, DType::Void, vec![at, identity], KArg::None);
+        self.close_loops(&init);
+        // The fold: element r of the reduced axes (row-major) goes to accumulator r mod k.
         let vars = self.open_loops(&in_shape[..axes]);
         let full: Vec<NodeId> = vars.iter().chain(idx).copied().collect();
         let x = self.value(node.src[0], &full, valid)?;
-        let at_in = self.prog.push(Op::INDEX, dt, vec![acc, zero], KArg::None);
+        let mut flat = self.ix.konst(DType::Int64, 0);
+        let mut stride = 1i64;
+        for (&v, &d) in vars.iter().zip(&in_shape[..axes]).rev() {
+            let term = self.ix.mul_i(v, stride);
+            flat = self.ix.add_i(flat, term);
+            stride *= d as i64;
+        }
+        let slot = self.ix.mod_i(flat, k as i64);
+        let slot = self.emit_index(slot);
+        let at_in = self.prog.push(Op::INDEX, dt, vec![acc, slot], KArg::None);
         let cur = self.prog.push(Op::LOAD, dt, vec![at_in], KArg::None);
         let next = self.prog.push(op, dt, vec![cur, x], KArg::None);
-        self.prog
-            .push(Op::STORE, DType::Void, vec![at_in, next], KArg::None);
+        self.prog.push(Op::STORE, DType::Void, vec![at_in, next], KArg::None);
         self.close_loops(&vars);
-        let at_out = self.prog.push(Op::INDEX, dt, vec![acc, zero], KArg::None);
-        Ok(self.prog.push(Op::LOAD, dt, vec![at_out], KArg::None))
+        let zero = self.konst(DType::Int64, 0);
+        if k == 1 {
+            let at_out = self.prog.push(Op::INDEX, dt, vec![acc, zero], KArg::None);
+            return Ok(self.prog.push(Op::LOAD, dt, vec![at_out], KArg::None));
+        }
+        // Combine left to right: out = ((acc[0] op acc[1]) op acc[2]) …
+        let out = self.prog.push(Op::BUFFER, dt, vec![], KArg::Reg(1));
+        let out_at = self.prog.push(Op::INDEX, dt, vec![out, zero], KArg::None);
+        let first_at = self.prog.push(Op::INDEX, dt, vec![acc, zero], KArg::None);
+        let first = self.prog.push(Op::LOAD, dt, vec![first_at], KArg::None);
+        self.prog.push(Op::STORE, DType::Void, vec![out_at, first], KArg::None);
+        let rest = self.open_loops(&[k - 1]);
+        let one = self.ix.konst(DType::Int64, 1);
+        let j = self.ix.add_i(rest[0], one);
+        let j = self.emit_index(j);
+        let part_at = self.prog.push(Op::INDEX, dt, vec![acc, j], KArg::None);
+        let part = self.prog.push(Op::LOAD, dt, vec![part_at], KArg::None);
+        let out_in = self.prog.push(Op::INDEX, dt, vec![out, zero], KArg::None);
+        let cur = self.prog.push(Op::LOAD, dt, vec![out_in], KArg::None);
+        let next = self.prog.push(op, dt, vec![cur, part], KArg::None);
+        self.prog.push(Op::STORE, DType::Void, vec![out_in, next], KArg::None);
+        self.close_loops(&rest);
+        let out_end = self.prog.push(Op::INDEX, dt, vec![out, zero], KArg::None);
+        Ok(self.prog.push(Op::LOAD, dt, vec![out_end], KArg::None))
     }
 }

@@ -85,23 +85,4 @@ impl Versions {
     }
 }
 
-/// The STOREs that `deps` stand for (through GROUP, SINK and AFTER dependencies), by id.
-pub fn stores_in(g: &Graph, deps: &[NodeId]) -> Vec<NodeId> {
-    let mut out = vec![];
-    let mut stack: Vec<NodeId> = deps.to_vec();
-    let mut seen = std::collections::BTreeSet::new();
-    while let Some(d) = stack.pop() {
-        if !seen.insert(d) {
-            continue;
-        }
-        let n = g.node(d);
-        match n.op {
-            Op::STORE => out.push(d),
-            Op::GROUP | Op::SINK => stack.extend(n.src.iter().copied()),
-            Op::AFTER => stack.extend(n.src[1..].iter().copied()),
-            _ => {}
-        }
-    }
-    out.sort();
-    out
-}
+pub use uopkit_interp::eval::storage::stores_in;

@@ -185,9 +185,8 @@ impl OutputDiff {
                 value(self.dtype, m.expected),
                 value(self.dtype, m.actual),
             );
-            match m.ulp {
-                Some(d) => s += &format!(", {d} ulp"),
-                None => {}
+            if let Some(d) = m.ulp {
+                s += &format!(", {d} ulp");
             }
             match &m.limit {
                 Limit::Exact => {}

@@ -31,7 +31,10 @@ pub fn arg_json(op: Op, dtype: DType, arg: &Arg) -> Json {
         Arg::Perm(p) => json!(p),
         Arg::Window { offsets, sizes } => json!([offsets, sizes]),
         Arg::Flip(f) => json!(f),
-        Arg::Reduce { op, axes } => json!([op.name(), axes]),
+        Arg::Reduce { op, axes, order } => match order {
+            uopkit_interp::ir::ReduceOrder::Sequential => json!([op.name(), axes]),
+            o => json!([op.name(), axes, o]),
+        },
         Arg::AllReduce { op, devices } => json!([op.name(), devices]),
         Arg::Index(i) if op == Op::MSELECT => json!(i),
         Arg::Index(i) => json!(i),

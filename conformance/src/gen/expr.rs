@@ -157,12 +157,7 @@ pub struct ExprConfig {
 
 impl Default for ExprConfig {
     fn default() -> Self {
-        ExprConfig {
-            axes: vec![(0, 7), (1, 5), (2, 3)],
-            depth: 3,
-            floats: true,
-            tape_len: 96,
-        }
+        ExprConfig { axes: vec![(0, 7), (1, 5), (2, 3)], depth: 3, floats: true, tape_len: 96 }
     }
 }
 
@@ -178,28 +173,15 @@ pub struct ExprBuilder<'a> {
 
 impl<'a> ExprBuilder<'a> {
     pub fn new(tape: &'a [u32], cfg: ExprConfig) -> Self {
-        ExprBuilder {
-            c: Choices::new(tape),
-            g: Graph::new(),
-            pool: vec![],
-            cfg,
-        }
+        ExprBuilder { c: Choices::new(tape), g: Graph::new(), pool: vec![], cfg }
     }
 
     pub fn finish(self, root: NodeId) -> Expr {
-        Expr {
-            graph: self.g,
-            root,
-        }
+        Expr { graph: self.g, root }
     }
 
     pub fn node(&mut self, op: Op, dtype: DType, src: Vec<NodeId>, arg: Arg) -> NodeId {
-        self.g.add(Node {
-            op,
-            dtype,
-            src,
-            arg,
-        })
+        self.g.add(Node { op, dtype, src, arg })
     }
 
     /// An int/bool constant holding `v` (wrapped into `dt`).
@@ -225,11 +207,7 @@ impl<'a> ExprBuilder<'a> {
     }
 
     pub fn bin(&mut self, op: Op, a: NodeId, b: NodeId) -> NodeId {
-        let dt = if op.is_comparison() {
-            Bool
-        } else {
-            self.g.node(a).dtype
-        };
+        let dt = if op.is_comparison() { Bool } else { self.g.node(a).dtype };
         self.node(op, dt, vec![a, b], Arg::None)
     }
 
@@ -377,11 +355,7 @@ impl<'a> ExprBuilder<'a> {
     fn bool_expr(&mut self, d: usize) -> NodeId {
         match self.c.below(5) {
             0 | 1 => {
-                let odt = if self.cfg.floats && self.c.chance(20) {
-                    Float32
-                } else {
-                    self.int_dtype()
-                };
+                let odt = if self.cfg.floats && self.c.chance(20) { Float32 } else { self.int_dtype() };
                 let op = self.c.pick(CMPS);
                 let a = self.expr(odt, d);
                 let b = if self.c.chance(20) {
@@ -400,11 +374,8 @@ impl<'a> ExprBuilder<'a> {
             }
             3 => {
                 let cnd = self.expr(Bool, d);
-                let (t, f) = if self.c.chance(50) {
-                    (self.int(Bool, 1), self.int(Bool, 0))
-                } else {
-                    (self.expr(Bool, d), self.expr(Bool, d))
-                };
+                let (t, f) =
+                    if self.c.chance(50) { (self.int(Bool, 1), self.int(Bool, 0)) } else { (self.expr(Bool, d), self.expr(Bool, d)) };
                 self.wher(cnd, t, f)
             }
             _ => {
@@ -482,11 +453,7 @@ impl<'a> ExprBuilder<'a> {
                 // (x % c1) % c2 with c2 dividing c1, and (x / c1) / c2.
                 let c2 = self.c.pick(&[2i128, 3, 4, 2, 3, -2, -3]);
                 let c1 = c2 * self.c.pick(&[1i128, 2, 3, 4, -1, -2]);
-                let ops = if self.c.chance(50) {
-                    [Op::CMOD, Op::FLOORMOD]
-                } else {
-                    [Op::CDIV, Op::FLOORDIV]
-                };
+                let ops = if self.c.chance(50) { [Op::CMOD, Op::FLOORMOD] } else { [Op::CDIV, Op::FLOORDIV] };
                 let (op1, op2) = (self.c.pick(&ops), self.c.pick(&ops));
                 let a = self.expr(dt, d);
                 let (k1, k2) = (self.int(dt, c1), self.int(dt, c2));
@@ -556,17 +523,9 @@ impl<'a> ExprBuilder<'a> {
     pub fn affine(&mut self, dt: DType, d: usize) -> NodeId {
         let op = self.c.pick(DIVMOD);
         let a = self.expr(dt, d);
-        let cv = if self.c.chance(30) {
-            self.special(dt)
-        } else {
-            self.c.pick(&[2i128, 3, 4, 8, 16])
-        };
+        let cv = if self.c.chance(30) { self.special(dt) } else { self.c.pick(&[2i128, 3, 4, 8, 16]) };
         let k = self.int(dt, cv);
-        let m = if self.c.chance(50) {
-            self.bin(Op::MUL, k, a)
-        } else {
-            self.bin(Op::MUL, a, k)
-        };
+        let m = if self.c.chance(50) { self.bin(Op::MUL, k, a) } else { self.bin(Op::MUL, a, k) };
         let top = if self.c.chance(25) {
             m
         } else {
@@ -725,12 +684,7 @@ pub fn loop_vars(g: &Graph, roots: &[NodeId]) -> Result<BTreeMap<usize, i64>, St
             return Err(format!("RANGE {id} without an axis"));
         };
         let end = match n.src.first().map(|&s| g.node(s)) {
-            Some(Node {
-                op: Op::CONST,
-                dtype,
-                arg: Arg::Const(b),
-                ..
-            }) if dtype.is_int() => to_i128(*dtype, *b) as i64,
+            Some(Node { op: Op::CONST, dtype, arg: Arg::Const(b), .. }) if dtype.is_int() => to_i128(*dtype, *b) as i64,
             _ => return Err(format!("RANGE {id}: the end is not an int constant")),
         };
         if end < 1 {
@@ -770,19 +724,12 @@ pub fn evaluate(g: &Graph, root: NodeId, vars: &BTreeMap<usize, i64>) -> Result<
     let all: Vec<usize> = (0..n).collect();
     match eval_at(g, root, vars, &all)? {
         Ok(bits) => Ok(bits.into_iter().map(Ok).collect()),
-        Err(_) => (0..n)
-            .map(|i| eval_at(g, root, vars, &[i]).map(|r| r.map(|b| b[0])))
-            .collect(),
+        Err(_) => (0..n).map(|i| eval_at(g, root, vars, &[i]).map(|r| r.map(|b| b[0]))).collect(),
     }
 }
 
 /// Evaluates `root` for the assignments `which` at once.
-fn eval_at(
-    g: &Graph,
-    root: NodeId,
-    vars: &BTreeMap<usize, i64>,
-    which: &[usize],
-) -> Result<Result<Vec<u64>, Ub>, String> {
+fn eval_at(g: &Graph, root: NodeId, vars: &BTreeMap<usize, i64>, which: &[usize]) -> Result<Result<Vec<u64>, Ub>, String> {
     let m = which.len();
     let mut t = Graph::new();
     let mut map: BTreeMap<NodeId, NodeId> = BTreeMap::new();
@@ -797,20 +744,13 @@ fn eval_at(
                 op: Op::BUFFER,
                 dtype: Int64,
                 src: vec![],
-                arg: Arg::Buffer {
-                    slot: axis as u32,
-                    size: m,
-                    device: DeviceSpec::Single(Device::CPU),
-                },
+                arg: Arg::Buffer { slot: axis as u32, size: m, device: DeviceSpec::Single(Device::CPU) },
             });
             let vals = which.iter().map(|&i| Some(assignment(vars, i)[&axis] as u64)).collect();
             inputs.insert(buf, vec![vals]);
             buf
         } else {
-            t.add(Node {
-                src: n.src.iter().map(|s| map[s]).collect(),
-                ..n.clone()
-            })
+            t.add(Node { src: n.src.iter().map(|s| map[s]).collect(), ..n.clone() })
         };
         map.insert(id, new);
     }
@@ -859,12 +799,7 @@ pub fn same_meaning(g: &Graph, a: NodeId, b: NodeId) -> Result<(), String> {
                 Ok(bits) => format!("{} ({bits:#x})", uopkit_interp::scalar::literal::display(da, *bits)),
                 Err(ub) => format!("UB: {ub}"),
             };
-            return Err(format!(
-                "not the same at {:?}: {} vs {}",
-                assignment(&vars, i),
-                show_o(x),
-                show_o(y)
-            ));
+            return Err(format!("not the same at {:?}: {} vs {}", assignment(&vars, i), show_o(x), show_o(y)));
         }
     }
     Ok(())

@@ -86,13 +86,7 @@ impl Default for PropertyConfig {
 /// A proptest runner with a fixed seed: the same cases on every run and machine; nothing
 /// is persisted.
 pub fn seeded_runner(cases: u32, seed: u64, max_shrink_iters: u32) -> TestRunner {
-    let config = Config {
-        cases,
-        max_shrink_iters,
-        failure_persistence: None,
-        rng_algorithm: RngAlgorithm::ChaCha,
-        ..Config::default()
-    };
+    let config = Config { cases, max_shrink_iters, failure_persistence: None, rng_algorithm: RngAlgorithm::ChaCha, ..Config::default() };
     let mut bytes = [0u8; 32];
     bytes[..8].copy_from_slice(&seed.to_le_bytes());
     bytes[8..16].copy_from_slice(&(!seed).to_le_bytes());
@@ -137,7 +131,8 @@ pub fn check_property(rules: &RuleSet, strategy: impl Strategy<Value = Expr>, cf
 /// [`check_property`] for the rule `rule` alone, with [`strategy_for_rule`].
 pub fn check_rule(rule: &str, cfg: PropertyConfig) -> Result<PropertyStats, String> {
     let set = only(rule).ok_or_else(|| format!("no rule named {rule}"))?;
-    let strategy = strategy_for_rule(rule).ok_or_else(|| format!("rule {rule} has no targeted strategy (add it to gen::rules::TARGETED)"))?;
+    let strategy =
+        strategy_for_rule(rule).ok_or_else(|| format!("rule {rule} has no targeted strategy (add it to gen::rules::TARGETED)"))?;
     check_property(&set, strategy, cfg)
 }
 

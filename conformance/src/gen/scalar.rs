@@ -99,13 +99,13 @@ pub fn special_bits(g: &mut Gen, dt: DType) -> u64 {
             sign,
             from_f64(dt, 1.0),
             from_f64(dt, -1.0),
-            exp_all,                      // inf (E4M3: 256, a finite value)
-            exp_all | sign,               // -inf
+            exp_all,                           // inf (E4M3: 256, a finite value)
+            exp_all | sign,                    // -inf
             exp_all | (1 << (f.man_bits - 1)), // quiet NaN
-            exp_all | 1,                  // NaN with a payload (E5M2..: signalling)
-            1,                            // smallest subnormal
+            exp_all | 1,                       // NaN with a payload (E5M2..: signalling)
+            1,                                 // smallest subnormal
             sign | 1,
-            exp_all - 1,                  // largest finite (below inf)
+            exp_all - 1, // largest finite (below inf)
             (exp_all - 1) | sign,
             from_f64(dt, 0.5),
             from_f64(dt, 3.0),

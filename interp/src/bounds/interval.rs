@@ -107,7 +107,7 @@ impl Iv {
         }
     }
 
-    pub fn neg(self) -> Iv {
+    pub fn negated(self) -> Iv {
         Iv { lo: -self.hi, hi: -self.lo }
     }
 }
@@ -247,7 +247,7 @@ pub fn add(dt: DType, a: Iv, b: Iv) -> R<Iv> {
 }
 
 pub fn sub(dt: DType, a: Iv, b: Iv) -> R<Iv> {
-    add(dt, a, b.neg())
+    add(dt, a, b.negated())
 }
 
 /// Interval product: the extreme corners, RN'd.

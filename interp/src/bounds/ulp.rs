@@ -109,7 +109,9 @@ pub fn step_real(dt: DType, x: f64, n: i128) -> f64 {
         return x;
     }
     let start = if n < 0 { round_down(dt, x) } else { round_up(dt, x) };
-    if start.is_infinite() {
+    let has_inf = dt.float_format().is_some_and(|f| f.has_inf);
+    if start.is_infinite() && (!has_inf || (start > 0.0) == (n > 0)) {
+        // Already beyond the line's end in the direction of travel (or off a line without ±inf).
         return start;
     }
     let k = ordinal(dt, from_f64(dt, start)).unwrap_or(0) + n;
@@ -183,6 +185,10 @@ mod tests {
         assert_eq!(round_down(DType::Fp8E4M3, 1000.0), 448.0);
         assert_eq!(step_real(f, 1.0, 1), f32::from_bits(0x3f80_0001) as f64);
         assert_eq!(step_real(f, 1.0, -1), f32::from_bits(0x3f7f_ffff) as f64);
+        assert_eq!(step_real(f, f64::INFINITY, -2), f32::from_bits(0x7f7f_fffe) as f64);
+        assert_eq!(step_real(f, f64::INFINITY, 2), f64::INFINITY);
+        assert_eq!(step_real(f, f64::NEG_INFINITY, 1), -f32::MAX as f64);
+        assert_eq!(step_real(DType::Float64, f64::INFINITY, -1), f64::MAX);
         assert_eq!(max_finite(DType::Float16), 65504.0);
         assert_eq!(max_finite(DType::Fp8E4M3), 448.0);
         assert_eq!(min_normal(DType::Float32), f32::MIN_POSITIVE as f64);

@@ -7,6 +7,7 @@
 //! reported when they reach an output.
 
 pub mod movement;
+pub mod order;
 pub mod storage;
 pub mod value;
 
@@ -223,21 +224,20 @@ impl Evaluator<'_> {
             }
             Op::REDUCE => {
                 let x = self.val(n.src[0])?;
-                let Arg::Reduce { op, axes } = n.arg else {
+                let Arg::Reduce { op, axes, ref order } = n.arg else {
                     return Err(self.eval_err(id, "REDUCE without an op".into()));
                 };
                 let out_n: usize = info.shape.iter().product();
                 let red_n: usize = x.shape[..axes].iter().product();
-                let identity = reduce_identity(op, info.dtype);
+                // The reduced elements of output o, in row-major order, folded in the
+                // declared order (sequential unless a compiler recorded a split).
+                let mut xs = Vec::with_capacity(red_n);
                 let data = x.data.map(|comp| {
                     (0..out_n)
                         .map(|o| {
-                            let mut acc = Elem::Bits(identity);
-                            for r in 0..red_n {
-                                acc = alu_elem(op, info.dtype, &[acc, comp[r * out_n + o]])
-                                    .map_err(|k| self.ub(id, o, k))?;
-                            }
-                            Ok(acc)
+                            xs.clear();
+                            xs.extend((0..red_n).map(|r| comp[r * out_n + o]));
+                            order::fold(op, info.dtype, &xs, order).map_err(|k| self.ub(id, o, k))
                         })
                         .collect::<Result<Vec<_>>>()
                 })?;

@@ -44,8 +44,7 @@ impl Versions {
 
     /// The newest version of `base.buffer` once the stores in `deps` have run.
     pub fn after(&self, g: &Graph, at: NodeId, base: Version, deps: &[NodeId]) -> Result<Version> {
-        let mut stores = vec![];
-        collect_stores(g, deps, &mut stores);
+        let stores = stores_in(g, deps);
         let mut newest = base;
         for s in stores {
             let Some((v, _)) = self.after_store.get(&s) else {
@@ -89,10 +88,11 @@ impl Versions {
     }
 }
 
-/// The STOREs that `deps` stand for: STOREs themselves, and those inside GROUP/SINK and the
-/// dependencies of AFTERs.
-fn collect_stores(g: &Graph, deps: &[NodeId], out: &mut Vec<NodeId>) {
-    let mut stack: Vec<NodeId> = deps.iter().rev().copied().collect();
+/// The STOREs that `deps` stand for, by id: STOREs themselves, and those inside GROUP/SINK
+/// and the dependencies of AFTERs. (The compiler's scheduler uses the same rule.)
+pub fn stores_in(g: &Graph, deps: &[NodeId]) -> Vec<NodeId> {
+    let mut out = vec![];
+    let mut stack: Vec<NodeId> = deps.to_vec();
     let mut seen = std::collections::BTreeSet::new();
     while let Some(d) = stack.pop() {
         if !seen.insert(d) {
@@ -101,10 +101,11 @@ fn collect_stores(g: &Graph, deps: &[NodeId], out: &mut Vec<NodeId>) {
         let n = g.node(d);
         match n.op {
             Op::STORE => out.push(d),
-            Op::GROUP | Op::SINK => stack.extend(n.src.iter().rev().copied()),
-            Op::AFTER => stack.extend(n.src[1..].iter().rev().copied()),
+            Op::GROUP | Op::SINK => stack.extend(n.src.iter().copied()),
+            Op::AFTER => stack.extend(n.src[1..].iter().copied()),
             _ => {}
         }
     }
     out.sort();
+    out
 }

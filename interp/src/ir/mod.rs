@@ -5,8 +5,10 @@ pub mod dtype;
 pub mod inline;
 pub mod node;
 pub mod op;
+pub mod reduce_order;
 
 pub use device::{Backend, Device, DeviceSpec};
 pub use dtype::DType;
 pub use node::{Arg, Graph, Node, NodeId};
 pub use op::Op;
+pub use reduce_order::ReduceOrder;

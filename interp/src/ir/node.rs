@@ -50,10 +50,12 @@ pub enum Arg {
     },
     /// FLIP: per axis.
     Flip(Vec<bool>),
-    /// REDUCE: reduce the first `axes` axes with `op` (ADD, MUL or MAX).
+    /// REDUCE: reduce the first `axes` axes with `op` (ADD, MUL or MAX), folding in `order`
+    /// (sequential unless a compiler recorded how it split the reduction).
     Reduce {
         op: Op,
         axes: usize,
+        order: super::ReduceOrder,
     },
     /// ALLREDUCE: reduce across `devices` with `op`.
     AllReduce {

@@ -4,7 +4,7 @@
 
 use super::{check_axes, Tensor};
 use crate::error::Result;
-use crate::ir::{Arg, DType, Op};
+use crate::ir::{Arg, DType, Op, ReduceOrder};
 
 impl Tensor {
     /// Reduces `axes` with `op` (ADD, MUL or MAX). On a tensor sharded on one of `axes`:
@@ -32,7 +32,7 @@ impl Tensor {
             .collect();
         let x = self.permute(&perm)?;
         let k = red.len();
-        let arg = Arg::Reduce { op, axes: k };
+        let arg = Arg::Reduce { op, axes: k, order: ReduceOrder::Sequential };
         let mut out = match (x.axis, x.devices()) {
             (Some(a), Some(devices)) if a < k => {
                 let local = x.unary_node(Op::REDUCE, arg, None)?;

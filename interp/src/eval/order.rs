@@ -3,9 +3,9 @@
 //! When a compiler splits a reduction for speed, it can record the order it used; the oracle
 //! then replays that exact order and the backend's result is compared **bit for bit** with the
 //! replay (and, separately, within the reassociation bound of the canonical order). The planned
-//! IR field is an optional third element of REDUCE's arg (`docs/comparison.md`):
-//! `["ADD", 1, {"split": 4}]`. Until it exists, [`reduce_with_order`] evaluates one REDUCE on a
-//! value under any order.
+//! IR field is the optional third element of REDUCE's arg: `["ADD", 1, {"split": 4}]`
+//! (`Arg::Reduce::order`). The tensor oracle's REDUCE folds with [`fold`]; [`reduce_with_order`]
+//! evaluates one REDUCE on a value under any order.
 //!
 //! Orders, over the reduced elements x₀ … x_{n−1} (row-major over the reduced axes, as the
 //! canonical fold sees them), with `⊕` the reduce op and `e` its identity:
@@ -18,20 +18,11 @@
 //! * `{"tree": leaf}` — pairwise: `T(lo, hi)` is the sequential fold from `e` when
 //!   `hi − lo ≤ leaf`, else `T(lo, mid) ⊕ T(mid, hi)` with `mid = lo + ⌊(hi − lo)/2⌋`.
 
-use serde::{Deserialize, Serialize};
-
 use crate::eval::{reduce_identity, Data, Elem, Value};
+pub use crate::ir::ReduceOrder;
 use crate::ir::{DType, Op};
 use crate::scalar::{self, Ub};
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ReduceOrder {
-    Sequential,
-    Split(usize),
-    Chunks(usize),
-    Tree(usize),
-}
 
 fn apply(op: Op, dt: DType, a: Elem, b: Elem) -> Result<Elem, Ub> {
     match (a, b) {
