@@ -73,6 +73,26 @@ enum Command {
         #[arg(long, default_value = "cpu")]
         backend: String,
     },
+    /// Differential fuzzing: generated graphs through the compiler and the oracle; a mismatch
+    /// is shrunk and written to the regressions directory as a new case.
+    Fuzz {
+        #[arg(long, default_value = "cpu")]
+        backend: String,
+        /// Stop after this many seconds.
+        #[arg(long, default_value_t = 60)]
+        seconds: u64,
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// Stop after this many generated cases.
+        #[arg(long)]
+        cases: Option<u64>,
+        /// Where shrunk failing cases are written (never overwriting a file).
+        #[arg(long, default_value = "corpus/regressions")]
+        out: PathBuf,
+        /// Count graphs the compiler refuses to schedule as skipped rather than failed.
+        #[arg(long)]
+        allow_refusals: bool,
+    },
     /// Print the JSON Schema of the case format.
     Schema,
     /// Rewrite case files in the canonical layout (or only check with --check).
@@ -87,7 +107,9 @@ enum Command {
 fn main() -> ExitCode {
     // The compiler's passes recurse along the graph: run on a thread with room for deep
     // graphs rather than overflow the main thread's stack.
-    let worker = std::thread::Builder::new().stack_size(512 << 20).spawn(real_main);
+    let worker = std::thread::Builder::new()
+        .stack_size(512 << 20)
+        .spawn(real_main);
     match worker.map(|h| h.join()) {
         Ok(Ok(code)) => code,
         Ok(Err(_)) => {
@@ -101,10 +123,43 @@ fn main() -> ExitCode {
 fn real_main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Check { corpus, filter, backend } => check(&corpus, filter.as_deref(), &backend),
+        Command::Check {
+            corpus,
+            filter,
+            backend,
+        } => check(&corpus, filter.as_deref(), &backend),
         Command::Run { file } => run_one(&file),
         Command::Compile { file, c } => compile(&file, c),
         Command::Diff { file, backend } => diff(&file, &backend),
+        Command::Fuzz {
+            backend,
+            seconds,
+            seed,
+            cases,
+            out,
+            allow_refusals,
+        } => {
+            let opts = uopkit_conformance::fuzz::FuzzOpts {
+                backend,
+                seconds,
+                seed,
+                max_cases: cases,
+                out_dir: out,
+                refusals_fail: !allow_refusals,
+                ..Default::default()
+            };
+            match uopkit_conformance::fuzz::run(opts) {
+                Ok(report) => {
+                    println!("{report}");
+                    if report.ok() {
+                        ExitCode::SUCCESS
+                    } else {
+                        ExitCode::FAILURE
+                    }
+                }
+                Err(e) => bad_input(e),
+            }
+        }
         Command::Schema => {
             println!(
                 "{}",
@@ -159,23 +214,39 @@ fn check(dir: &Path, filter: Option<&str>, backends: &[Backend]) -> ExitCode {
                         continue;
                     }
                     None => uopkit_conformance::backend::cpu_allowances()
-                        .and_then(|allow| uopkit_conformance::backend::check_cpu_with(&case, &name, allow))
+                        .and_then(|allow| {
+                            uopkit_conformance::backend::check_cpu_with(&case, &name, allow)
+                        })
                         .map(|_| ()),
                 },
             };
             match result {
                 Ok(()) => t.passed += 1,
                 Err(report) => {
-                    println!("FAIL  {}::{name}: {}", b.name(), report.trim_end().replace('\n', "\n      "));
+                    println!(
+                        "FAIL  {}::{name}: {}",
+                        b.name(),
+                        report.trim_end().replace('\n', "\n      ")
+                    );
                     t.failed += 1;
                 }
             }
         }
     }
     for (b, t) in backends.iter().zip(&tallies) {
-        println!("{}: {} passed, {} failed, {} skipped", b.name(), t.passed, t.failed, t.skipped);
+        println!(
+            "{}: {} passed, {} failed, {} skipped",
+            b.name(),
+            t.passed,
+            t.failed,
+            t.skipped
+        );
     }
-    println!("{} cases in {}, {bad} unreadable", files.len(), dir.display());
+    println!(
+        "{} cases in {}, {bad} unreadable",
+        files.len(),
+        dir.display()
+    );
     if bad > 0 {
         ExitCode::from(2)
     } else if tallies.iter().any(|t| t.failed > 0) {
@@ -273,7 +344,15 @@ fn diff(file: &Path, backend: &str) -> ExitCode {
         Err(e) => bad_input(format!("{}: {e}", file.display())),
         Ok(report) => {
             for s in &report.stages {
-                println!("{:<40} {}", s.stage, if s.difference.is_none() { "agrees with the oracle" } else { "DIFFERS" });
+                println!(
+                    "{:<40} {}",
+                    s.stage,
+                    if s.difference.is_none() {
+                        "agrees with the oracle"
+                    } else {
+                        "DIFFERS"
+                    }
+                );
             }
             match &report.first {
                 None => {

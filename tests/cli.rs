@@ -257,17 +257,35 @@ fn schema_is_json() {
 fn deep_graph_checks_on_oracle_and_cpu() {
     let dir = tempfile::tempdir().expect("temp dir");
     let depth = 3000u64;
-    let mut nodes = vec![BUF.to_string(), r#"{"id": 1, "op": "CONST", "dtype": "int32", "arg": 1}"#.to_string()];
+    let mut nodes = vec![
+        BUF.to_string(),
+        r#"{"id": 1, "op": "CONST", "dtype": "int32", "arg": 1}"#.to_string(),
+    ];
     let mut prev = 0;
     for i in 0..depth {
         let id = i + 2;
-        nodes.push(format!(r#"{{"id": {id}, "op": "ADD", "dtype": "int32", "src": [{prev}, 1]}}"#));
+        nodes.push(format!(
+            r#"{{"id": {id}, "op": "ADD", "dtype": "int32", "src": [{prev}, 1]}}"#
+        ));
         prev = id;
     }
-    let out = format!(r#"[{{"name": "x", "node": {prev}, "shape": [4], "expect": [3000, 3001, 3002, 3003]}}]"#);
+    let out = format!(
+        r#"[{{"name": "x", "node": {prev}, "shape": [4], "expect": [3000, 3001, 3002, 3003]}}]"#
+    );
     let g = format!("[{}]", nodes.join(", "));
-    case_file(&dir, "deep.json", &with_graph(&g, r#"{"0": {"data": [0, 1, 2, 3]}}"#, &out));
-    let (code, text) = uopkit(&["check", "--corpus", dir.path().to_str().expect("utf-8 path")]);
+    case_file(
+        &dir,
+        "deep.json",
+        &with_graph(&g, r#"{"0": {"data": [0, 1, 2, 3]}}"#, &out),
+    );
+    let (code, text) = uopkit(&[
+        "check",
+        "--corpus",
+        dir.path().to_str().expect("utf-8 path"),
+    ]);
     assert_eq!(code, 0, "{text}");
-    assert!(text.contains("oracle: 1 passed") && text.contains("cpu: 1 passed"), "{text}");
+    assert!(
+        text.contains("oracle: 1 passed") && text.contains("cpu: 1 passed"),
+        "{text}"
+    );
 }

@@ -67,7 +67,10 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    if let Err(e) = xfail.check_names(|c| names.iter().any(|n| n == c), &["oracle", "kernels", "cpu"]) {
+    if let Err(e) = xfail.check_names(
+        |c| names.iter().any(|n| n == c),
+        &["oracle", "kernels", "cpu"],
+    ) {
         eprintln!("manifests/xfail.json: {e}");
         return ExitCode::from(2);
     }
@@ -83,14 +86,22 @@ fn main() -> ExitCode {
     for (file, name) in files.into_iter().zip(names) {
         // Whether a compiled backend may take the case is decided at list time, so that an
         // ignored trial shows as ignored under every runner (nextest too).
-        let oracle_only = load::read_case(&file).ok().and_then(|c| backend::cpu_skip_reason(&c)).is_some();
+        let oracle_only = load::read_case(&file)
+            .ok()
+            .and_then(|c| backend::cpu_skip_reason(&c))
+            .is_some();
         for kind in ["cpu", "kernels", "oracle"] {
-            let (file, name, xfail, allow) = (file.clone(), name.clone(), xfail.clone(), allow.clone());
+            let (file, name, xfail, allow) =
+                (file.clone(), name.clone(), xfail.clone(), allow.clone());
             let trial = Trial::test(format!("{kind}::{name}"), move || {
                 let result = trial_result(&file, &name, kind, &allow);
                 xfail.judge(&name, kind, result).map_err(Failed::from)
             });
-            trials.push(trial.with_kind(kind).with_ignored_flag(oracle_only && kind != "oracle"));
+            trials.push(
+                trial
+                    .with_kind(kind)
+                    .with_ignored_flag(oracle_only && kind != "oracle"),
+            );
         }
     }
     libtest_mimic::run(&args, trials).exit_code()

@@ -27,20 +27,44 @@ const FAULT_MAX_CASES: u64 = 500;
 const FAULT_MAX_NODES: usize = 8;
 
 fn opts(dir: &Path, seed: u64, max_cases: u64) -> FuzzOpts {
-    FuzzOpts { backend: "cpu".into(), seconds: 600, seed, max_cases: Some(max_cases), out_dir: dir.to_path_buf(), ..FuzzOpts::default() }
+    FuzzOpts {
+        backend: "cpu".into(),
+        seconds: 600,
+        seed,
+        max_cases: Some(max_cases),
+        out_dir: dir.to_path_buf(),
+        ..FuzzOpts::default()
+    }
 }
 
 #[test]
 fn fixed_seed_fuzz_finds_no_mismatch() {
     let dir = tempfile::tempdir().expect("a temp dir");
     let t = Instant::now();
-    let report = fuzz::run(opts(dir.path(), CI_SEED, CI_CASES)).expect("the fuzzer runs");
+    // A valid graph the compiler refuses to schedule is a failure too.
+    let report = fuzz::run(FuzzOpts {
+        refusals_fail: true,
+        ..opts(dir.path(), CI_SEED, CI_CASES)
+    })
+    .expect("the fuzzer runs");
     println!("{report}");
     println!("(took {:.1}s)", t.elapsed().as_secs_f64());
-    assert!(report.ok(), "the CPU backend disagrees with the oracle:\n{report}");
+    assert!(
+        report.ok(),
+        "the CPU backend disagrees with the oracle:\n{report}"
+    );
     assert_eq!(report.cases, CI_CASES);
-    assert!(report.passed >= CI_CASES * 3 / 4, "too many generated cases were skipped (oracle UB or unsupported): {report}");
-    assert_eq!(std::fs::read_dir(dir.path()).map(|d| d.count()).unwrap_or(0), 0, "nothing written without a failure");
+    assert!(
+        report.passed >= CI_CASES * 3 / 4,
+        "too many generated cases were skipped (oracle UB or unsupported): {report}"
+    );
+    assert_eq!(
+        std::fs::read_dir(dir.path())
+            .map(|d| d.count())
+            .unwrap_or(0),
+        0,
+        "nothing written without a failure"
+    );
 }
 
 #[test]
@@ -52,7 +76,9 @@ fn the_fuzzer_finds_and_shrinks_the_wrong_rule_fault_mod_drop() {
     faults::set_active(&[]);
     let report = report.expect("the fuzzer runs");
     println!("{report}");
-    let f = report.failures.first().unwrap_or_else(|| panic!("fault_mod_drop not found in {FAULT_MAX_CASES} cases:\n{report}"));
+    let f = report.failures.first().unwrap_or_else(|| {
+        panic!("fault_mod_drop not found in {FAULT_MAX_CASES} cases:\n{report}")
+    });
     println!(
         "fault_mod_drop: found at case #{} of seed 1, shrunk from {} to {} nodes with {} shrink checks, {:.1}s in all",
         f.case_number,
@@ -65,7 +91,12 @@ fn the_fuzzer_finds_and_shrinks_the_wrong_rule_fault_mod_drop() {
     println!("shrunk case:\n{}", f.case.to_canonical_string());
     assert_eq!(f.class, FailClass::Mismatch, "{}", f.message);
     assert!(f.case_number <= FAULT_MAX_CASES);
-    assert!(f.nodes_after <= FAULT_MAX_NODES, "shrunk to {} nodes only:\n{}", f.nodes_after, f.case.to_canonical_string());
+    assert!(
+        f.nodes_after <= FAULT_MAX_NODES,
+        "shrunk to {} nodes only:\n{}",
+        f.nodes_after,
+        f.case.to_canonical_string()
+    );
     assert!(f.path.starts_with(dir.path()));
     // The written case: canonical, tagged, its expectations are the oracle's; the backend
     // disagrees with the fault on and agrees without it.
@@ -73,13 +104,18 @@ fn the_fuzzer_finds_and_shrinks_the_wrong_rule_fault_mod_drop() {
     let case: Case = load::parse_case(&text).expect("parses");
     assert_eq!(case.to_canonical_string(), text);
     assert!(case.tags.contains(&"regression".to_string()));
-    assert!(case.description.contains("expected values from the oracle at discovery time"));
+    assert!(case
+        .description
+        .contains("expected values from the oracle at discovery time"));
     assert!(run::check_oracle(&case).is_ok());
     faults::set_active(&["fault_mod_drop"]);
     let with_fault = backend::check_cpu(&case);
     faults::set_active(&[]);
     assert!(with_fault.is_err(), "the shrunk case no longer fails");
-    assert!(backend::check_cpu(&case).is_ok(), "the shrunk case fails without the fault");
+    assert!(
+        backend::check_cpu(&case).is_ok(),
+        "the shrunk case fails without the fault"
+    );
     assert_eq!(fuzz::first_divergence(&case), None);
 }
 
@@ -95,13 +131,19 @@ fn regression_files_are_never_overwritten() {
     let b = fuzz::write_new(dir.path(), "fuzz_7", &case).expect("written");
     assert_eq!(a.file_name().unwrap(), "fuzz_7_1.json");
     assert_eq!(b.file_name().unwrap(), "fuzz_7_3.json");
-    assert_eq!(std::fs::read_to_string(dir.path().join("fuzz_7_2.json")).unwrap(), "taken");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("fuzz_7_2.json")).unwrap(),
+        "taken"
+    );
 }
 
 #[test]
 fn unknown_backends_are_refused() {
     let dir = tempfile::tempdir().expect("a temp dir");
-    let o = FuzzOpts { backend: "tpu".into(), ..opts(dir.path(), 0, 1) };
+    let o = FuzzOpts {
+        backend: "tpu".into(),
+        ..opts(dir.path(), 0, 1)
+    };
     let e = fuzz::run(o).expect_err("no such backend");
     assert!(e.to_string().contains("unknown backend"), "{e}");
 }

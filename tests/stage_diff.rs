@@ -27,7 +27,14 @@ fn every_stage_agrees_without_the_fault() {
     let report = stages::diff(&case, true).expect("diff runs");
     assert!(report.agrees(), "{:?}", report.first);
     let names: Vec<&str> = report.stages.iter().map(|s| s.stage.as_str()).collect();
-    assert_eq!(names, ["kernels: lowered", "kernels: after pass 'symbolic'", "rendered: cpu"]);
+    assert_eq!(
+        names,
+        [
+            "kernels: lowered",
+            "kernels: after pass 'symbolic'",
+            "rendered: cpu"
+        ]
+    );
 }
 
 #[test]
@@ -37,10 +44,23 @@ fn diff_names_the_pass_of_a_wrong_rule() {
     let report = stages::diff(&case, true);
     faults::set_active(&[]);
     let report = report.expect("diff runs");
-    assert!(report.stages[0].difference.is_none(), "the lowered kernels are right: {:?}", report.stages[0]);
-    assert!(report.stages[1].difference.is_some(), "the pass with the wrong rule differs");
+    assert!(
+        report.stages[0].difference.is_none(),
+        "the lowered kernels are right: {:?}",
+        report.stages[0]
+    );
+    assert!(
+        report.stages[1].difference.is_some(),
+        "the pass with the wrong rule differs"
+    );
     let first = report.first.expect("a difference is reported");
     assert!(first.contains("after pass 'symbolic'"), "{first}");
-    assert!(first.contains("fault_mod_drop"), "the report names the rules of the pass: {first}");
-    assert!(first.contains("kernel k0") && first.contains("graph node 4"), "the report pins the kernel and node: {first}");
+    assert!(
+        first.contains("culprit rule: fault_mod_drop;"),
+        "the report names the wrong rule: {first}"
+    );
+    assert!(
+        first.contains("kernel k0") && first.contains("graph node 4"),
+        "the report pins the kernel and node: {first}"
+    );
 }

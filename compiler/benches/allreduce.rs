@@ -16,13 +16,19 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use uopkit_compiler::runtime::{self, Buffer, Compiled, Device as RtDevice, Unit};
-use uopkit_compiler::schedule::{schedule_opts, AllreduceMode, BufferKind, Schedule, ScheduleOpts, Step};
+use uopkit_compiler::schedule::{
+    schedule_opts, AllreduceMode, BufferKind, Schedule, ScheduleOpts, Step,
+};
 use uopkit_interp::ir::{Arg, DType, Device, DeviceSpec, Graph, Node, Op};
 use uopkit_interp::verify::verify;
 
 fn main() {
     // `cargo bench` passes `--bench`; the numbers are ours.
-    let nums: Vec<usize> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).filter_map(|a| a.parse().ok()).collect();
+    let nums: Vec<usize> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .filter_map(|a| a.parse().ok())
+        .collect();
     let numel = nums.first().copied().unwrap_or(16 << 20);
     let ndev = nums.get(1).copied().unwrap_or(4);
     let reps = nums.get(2).copied().unwrap_or(5).max(1);
@@ -37,14 +43,29 @@ fn main() {
         op: Op::BUFFER,
         dtype: DType::Float32,
         src: vec![],
-        arg: Arg::Buffer { slot: 0, size: numel, device: DeviceSpec::Multi(devs.clone()) },
+        arg: Arg::Buffer {
+            slot: 0,
+            size: numel,
+            device: DeviceSpec::Multi(devs.clone()),
+        },
     });
-    let r =
-        g.add(Node { op: Op::ALLREDUCE, dtype: DType::Float32, src: vec![b], arg: Arg::AllReduce { op: Op::ADD, devices: devs.clone() } });
+    let r = g.add(Node {
+        op: Op::ALLREDUCE,
+        dtype: DType::Float32,
+        src: vec![b],
+        arg: Arg::AllReduce {
+            op: Op::ADD,
+            devices: devs.clone(),
+        },
+    });
     let ver = verify(&g).expect("the graph verifies");
 
     // Device d holds (i % 7) + d at element i: small integers, exact sums in any order.
-    let input = |d: usize| -> Vec<u8> { (0..numel).flat_map(|i| (((i % 7) + d) as f32).to_le_bytes()).collect() };
+    let input = |d: usize| -> Vec<u8> {
+        (0..numel)
+            .flat_map(|i| (((i % 7) + d) as f32).to_le_bytes())
+            .collect()
+    };
     let expected = |i: usize| -> f32 { (0..ndev).map(|d| ((i % 7) + d) as f32).sum() };
 
     for mode in [AllreduceMode::Naive, AllreduceMode::Ring] {
@@ -55,7 +76,9 @@ fn main() {
             .steps
             .iter()
             .map(|st| match st {
-                Step::Copy { dst, .. } => s.buffers[dst.0 as usize].size * s.buffers[dst.0 as usize].dtype.itemsize(),
+                Step::Copy { dst, .. } => {
+                    s.buffers[dst.0 as usize].size * s.buffers[dst.0 as usize].dtype.itemsize()
+                }
                 _ => 0,
             })
             .sum();
@@ -118,10 +141,15 @@ impl Runner {
             let e = bytes.entry(b.storage).or_insert((b.device.to_string(), 0));
             e.1 = e.1.max(b.size * b.dtype.itemsize());
         }
-        let storages: BTreeMap<u32, Buffer> = bytes.iter().map(|(&id, (dev, n))| (id, devices[dev].alloc(*n).expect("alloc"))).collect();
+        let storages: BTreeMap<u32, Buffer> = bytes
+            .iter()
+            .map(|(&id, (dev, n))| (id, devices[dev].alloc(*n).expect("alloc")))
+            .collect();
         for b in &s.buffers {
             if let BufferKind::GraphComponent(_, c) = b.kind {
-                devices[&b.device.to_string()].copy_in(&storages[&b.storage], &input(c)).expect("copy in");
+                devices[&b.device.to_string()]
+                    .copy_in(&storages[&b.storage], &input(c))
+                    .expect("copy in");
             }
         }
         let programs: Vec<_> = s
@@ -138,12 +166,25 @@ impl Runner {
             if let Step::Kernel { device, .. } = st {
                 let name = device.to_string();
                 if !compiled.contains_key(&name) {
-                    compiled.insert(name.clone(), devices[&name].compile(&unit).expect("compile"));
+                    compiled.insert(
+                        name.clone(),
+                        devices[&name].compile(&unit).expect("compile"),
+                    );
                 }
             }
         }
-        let buffers = s.buffers.iter().map(|b| (b.device.to_string(), b.storage)).collect();
-        Runner { devices, storages, compiled, steps: s.steps.clone(), buffers }
+        let buffers = s
+            .buffers
+            .iter()
+            .map(|b| (b.device.to_string(), b.storage))
+            .collect();
+        Runner {
+            devices,
+            storages,
+            compiled,
+            steps: s.steps.clone(),
+            buffers,
+        }
     }
 
     /// Runs every step once: (wall time, time in copies, time in kernels).
@@ -153,15 +194,31 @@ impl Runner {
         for st in &self.steps {
             let t = Instant::now();
             match st {
-                Step::Kernel { device, program, args, .. } => {
+                Step::Kernel {
+                    device,
+                    program,
+                    args,
+                    ..
+                } => {
                     let name = device.to_string();
-                    let bufs: Vec<&Buffer> = args.iter().map(|a| &self.storages[&self.buffers[a.0 as usize].1]).collect();
-                    self.devices[&name].launch(&self.compiled[&name], &program.name, &bufs).expect("launch");
+                    let bufs: Vec<&Buffer> = args
+                        .iter()
+                        .map(|a| &self.storages[&self.buffers[a.0 as usize].1])
+                        .collect();
+                    self.devices[&name]
+                        .launch(&self.compiled[&name], &program.name, &bufs)
+                        .expect("launch");
                     kern_t += t.elapsed();
                 }
                 Step::Copy { dst, src } => {
                     let (dd, ds) = (&self.buffers[dst.0 as usize], &self.buffers[src.0 as usize]);
-                    self.devices[&ds.0].copy_to(&self.storages[&ds.1], self.devices[&dd.0].as_ref(), &self.storages[&dd.1]).expect("copy");
+                    self.devices[&ds.0]
+                        .copy_to(
+                            &self.storages[&ds.1],
+                            self.devices[&dd.0].as_ref(),
+                            &self.storages[&dd.1],
+                        )
+                        .expect("copy");
                     copy_t += t.elapsed();
                 }
             }
@@ -177,8 +234,14 @@ impl Runner {
         let out = s.outputs[0].as_ref().expect("an output");
         for (b, _) in out.components.as_ref().expect("a multi-device output") {
             let (dev, storage) = &self.buffers[b.0 as usize];
-            let bytes = self.devices[dev].copy_out(&self.storages[storage]).expect("copy out");
-            for (i, c) in bytes.chunks_exact(4).take(s.buffers[b.0 as usize].size).enumerate() {
+            let bytes = self.devices[dev]
+                .copy_out(&self.storages[storage])
+                .expect("copy out");
+            for (i, c) in bytes
+                .chunks_exact(4)
+                .take(s.buffers[b.0 as usize].size)
+                .enumerate()
+            {
                 let got = f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
                 assert_eq!(got, expected(i), "element {i} on {dev}");
             }

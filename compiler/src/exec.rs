@@ -91,7 +91,12 @@ pub fn run(
     let mut compiled: BTreeMap<String, Compiled> = BTreeMap::new();
     for st in &s.steps {
         match st {
-            Step::Kernel { device, program, args, .. } => {
+            Step::Kernel {
+                device,
+                program,
+                args,
+                ..
+            } => {
                 let name = device.to_string();
                 let dev = &devices[&name];
                 if !compiled.contains_key(&name) {

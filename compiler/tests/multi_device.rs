@@ -53,15 +53,34 @@ struct G {
 
 impl G {
     fn add(&mut self, op: Op, dtype: DType, src: Vec<NodeId>, arg: Arg) -> NodeId {
-        self.g.add(Node { op, dtype, src, arg })
+        self.g.add(Node {
+            op,
+            dtype,
+            src,
+            arg,
+        })
     }
 
     /// A buffer (one component per device of `device`) with initial contents `data`.
     fn buffer(&mut self, dtype: DType, device: DeviceSpec, data: Vec<Vec<u64>>) -> NodeId {
         let size = data[0].len();
         self.slot += 1;
-        let id = self.add(Op::BUFFER, dtype, vec![], Arg::Buffer { slot: self.slot, size, device });
-        self.inputs.insert(id, data.into_iter().map(|c| c.into_iter().map(Some).collect()).collect());
+        let id = self.add(
+            Op::BUFFER,
+            dtype,
+            vec![],
+            Arg::Buffer {
+                slot: self.slot,
+                size,
+                device,
+            },
+        );
+        self.inputs.insert(
+            id,
+            data.into_iter()
+                .map(|c| c.into_iter().map(Some).collect())
+                .collect(),
+        );
         id
     }
 
@@ -71,7 +90,15 @@ impl G {
 
     fn allreduce(&mut self, op: Op, x: NodeId, devs: &[Device]) -> NodeId {
         let dt = self.g.node(x).dtype;
-        self.add(Op::ALLREDUCE, dt, vec![x], Arg::AllReduce { op, devices: devs.to_vec() })
+        self.add(
+            Op::ALLREDUCE,
+            dt,
+            vec![x],
+            Arg::AllReduce {
+                op,
+                devices: devs.to_vec(),
+            },
+        )
     }
 
     fn konst(&mut self, dtype: DType, bits: u64) -> NodeId {
@@ -116,7 +143,8 @@ fn mask(dt: DType) -> u64 {
 
 fn schedule(g: &G, roots: &[NodeId], mode: AllreduceMode) -> Schedule {
     let ver = g.verified();
-    schedule_opts(&g.g, &ver, roots, &ScheduleOpts { allreduce: mode }).unwrap_or_else(|e| panic!("schedule: {e}"))
+    schedule_opts(&g.g, &ver, roots, &ScheduleOpts { allreduce: mode })
+        .unwrap_or_else(|e| panic!("schedule: {e}"))
 }
 
 /// Schedules `roots`, runs them on the CPU devices and compares every output with the
@@ -127,7 +155,9 @@ fn run_and_compare(g: &G, roots: &[NodeId], mode: AllreduceMode) -> Schedule {
     let oracle = evaluate(&g.g, &ver, &g.inputs, roots).unwrap_or_else(|e| panic!("oracle: {e}"));
     let got = exec::run(&sched, &g.inputs).unwrap_or_else(|e| panic!("exec: {e}\n{sched}"));
     for (&r, v) in roots.iter().zip(got) {
-        let want = oracle.output(&g.g, r).unwrap_or_else(|e| panic!("oracle output {r}: {e}"));
+        let want = oracle
+            .output(&g.g, r)
+            .unwrap_or_else(|e| panic!("oracle output {r}: {e}"));
         let v = v.unwrap_or_else(|| panic!("output {r} has no value"));
         assert_same(r, want, &v, &sched);
     }
@@ -151,12 +181,19 @@ fn bits(v: &Value) -> Vec<Vec<u64>> {
 }
 
 fn assert_same(r: NodeId, want: &Value, got: &Value, sched: &Schedule) {
-    assert_eq!((want.dtype, &want.shape), (got.dtype, &got.shape), "output {r}: dtype/shape");
+    assert_eq!(
+        (want.dtype, &want.shape),
+        (got.dtype, &got.shape),
+        "output {r}: dtype/shape"
+    );
     let (w, g) = (bits(want), bits(got));
     assert_eq!(w.len(), g.len(), "output {r}: device components");
     for (c, (wc, gc)) in w.iter().zip(&g).enumerate() {
         if let Some(i) = wc.iter().zip(gc).position(|(a, b)| a != b) {
-            panic!("output {r} ({}), device {c}, element {i}: oracle {:#x}, compiled {:#x}\n{sched}", want.dtype, wc[i], gc[i]);
+            panic!(
+                "output {r} ({}), device {c}, element {i}: oracle {:#x}, compiled {:#x}\n{sched}",
+                want.dtype, wc[i], gc[i]
+            );
         }
     }
 }
@@ -204,11 +241,25 @@ fn naive_copies_every_other_buffer_to_every_device() {
             let (g, r) = one_allreduce(Op::ADD, DType::Int32, n, numel, 1);
             let s = schedule(&g, &[r], Naive);
             assert_eq!(s.copies(), n * (n - 1), "N={n} numel={numel}\n{s}");
-            let all: BTreeSet<(Device, Device)> =
-                cpus(n).into_iter().flat_map(|d| cpus(n).into_iter().filter(move |&e| e != d).map(move |e| (d, e))).collect();
+            let all: BTreeSet<(Device, Device)> = cpus(n)
+                .into_iter()
+                .flat_map(|d| {
+                    cpus(n)
+                        .into_iter()
+                        .filter(move |&e| e != d)
+                        .map(move |e| (d, e))
+                })
+                .collect();
             assert_eq!(pair_set(&s), all, "N={n}: every ordered pair once");
-            assert_eq!(s.copy_pairs().len(), pair_set(&s).len(), "N={n}: no pair twice");
-            assert!(copy_sizes(&s).iter().all(|&z| z == numel), "naive copies whole buffers");
+            assert_eq!(
+                s.copy_pairs().len(),
+                pair_set(&s).len(),
+                "N={n}: no pair twice"
+            );
+            assert!(
+                copy_sizes(&s).iter().all(|&z| z == numel),
+                "naive copies whole buffers"
+            );
             assert_no_self_copies(&s);
         }
     }
@@ -221,9 +272,14 @@ fn ring_copies_form_a_ring() {
         let s = schedule(&g, &[r], Ring);
         assert_eq!(s.copies(), 2 * n * (n - 1), "N={n}\n{s}");
         let devs = cpus(n);
-        let ring: BTreeSet<(Device, Device)> = (0..n).map(|i| (devs[(i + 1) % n], devs[i])).collect();
+        let ring: BTreeSet<(Device, Device)> =
+            (0..n).map(|i| (devs[(i + 1) % n], devs[i])).collect();
         assert_eq!(ring.len(), n);
-        assert_eq!(pair_set(&s), ring, "N={n}: exactly the N ring pairs (i+1, i)\n{s}");
+        assert_eq!(
+            pair_set(&s),
+            ring,
+            "N={n}: exactly the N ring pairs (i+1, i)\n{s}"
+        );
         assert_no_self_copies(&s);
     }
 }
@@ -235,7 +291,10 @@ fn ring_chunks_follow_tinygrad_sizes() {
     let s = schedule(&g, &[r], Ring);
     let mut sizes = copy_sizes(&s);
     sizes.sort();
-    let mut want: Vec<usize> = [112, 96, 96, 96].iter().flat_map(|&z| std::iter::repeat_n(z, 6)).collect();
+    let mut want: Vec<usize> = [112, 96, 96, 96]
+        .iter()
+        .flat_map(|&z| std::iter::repeat_n(z, 6))
+        .collect();
     want.sort();
     assert_eq!(sizes, want);
     // 7 on 4 devices: no factor of 2 divides 7, so chunks are 2/2/2/1.
@@ -264,14 +323,27 @@ fn auto_mode_follows_tinygrad_defaults() {
         let devs = cpus(n);
         let mut g = G::default();
         // Schedule only: the contents never matter, so leave them out.
-        let b = g.add(Op::BUFFER, DType::Float32, vec![], Arg::Buffer { slot: 1, size: numel, device: DeviceSpec::Multi(devs.clone()) });
+        let b = g.add(
+            Op::BUFFER,
+            DType::Float32,
+            vec![],
+            Arg::Buffer {
+                slot: 1,
+                size: numel,
+                device: DeviceSpec::Multi(devs.clone()),
+            },
+        );
         let r = g.allreduce(Op::ADD, b, &devs);
         schedule(&g, &[r], AllreduceMode::Auto).copies()
     };
     assert_eq!(auto(4, 256_000), 12, "at the threshold: naive");
     assert_eq!(auto(4, 256_001), 24, "over the threshold: ring");
     assert_eq!(auto(2, 300_000), 2, "two devices: always naive");
-    assert_eq!(auto(3, 300_000), 12, "three devices over the threshold: ring");
+    assert_eq!(
+        auto(3, 300_000),
+        12,
+        "three devices over the threshold: ring"
+    );
 }
 
 // ---------------------------------------------------------------------------------------
@@ -292,7 +364,13 @@ fn all_ops_graph(n: usize) -> (G, Vec<NodeId>) {
         }
     }
     // Half precision sums of small integers are exact too.
-    let data = (0..n).map(|_| (0..64).map(|_| from_f64(DType::Float16, rng.int(-100, 100) as f64)).collect()).collect();
+    let data = (0..n)
+        .map(|_| {
+            (0..64)
+                .map(|_| from_f64(DType::Float16, rng.int(-100, 100) as f64))
+                .collect()
+        })
+        .collect();
     let b = g.multi_buffer(DType::Float16, &devs, data);
     roots.push(g.allreduce(Op::ADD, b, &devs));
     (g, roots)
@@ -360,7 +438,13 @@ fn naive_is_bit_exact_on_inexact_floats() {
     let devs = cpus(4);
     let mut g = G::default();
     let mut rng = Rng(77);
-    let data = (0..4).map(|_| (0..97).map(|_| from_f64(DType::Float32, (rng.next() >> 11) as f64 / 3.0e12 - 1500.0)).collect()).collect();
+    let data = (0..4)
+        .map(|_| {
+            (0..97)
+                .map(|_| from_f64(DType::Float32, (rng.next() >> 11) as f64 / 3.0e12 - 1500.0))
+                .collect()
+        })
+        .collect();
     let b = g.multi_buffer(DType::Float32, &devs, data);
     let r = g.allreduce(Op::ADD, b, &devs);
     run_and_compare(&g, &[r], Naive);
@@ -375,8 +459,20 @@ fn ring_folds_each_chunk_in_rotated_order() {
     let devs = cpus(n);
     let mut g = G::default();
     let mut rng = Rng(1234);
-    let xs: Vec<Vec<f32>> = (0..n).map(|_| (0..numel).map(|_| ((rng.next() >> 11) as f64 / 7.0e12 - 600.0) as f32).collect()).collect();
-    let b = g.multi_buffer(DType::Float32, &devs, xs.iter().map(|c| c.iter().map(|x| x.to_bits() as u64).collect()).collect());
+    let xs: Vec<Vec<f32>> = (0..n)
+        .map(|_| {
+            (0..numel)
+                .map(|_| ((rng.next() >> 11) as f64 / 7.0e12 - 600.0) as f32)
+                .collect()
+        })
+        .collect();
+    let b = g.multi_buffer(
+        DType::Float32,
+        &devs,
+        xs.iter()
+            .map(|c| c.iter().map(|x| x.to_bits() as u64).collect())
+            .collect(),
+    );
     let r = g.allreduce(Op::ADD, b, &devs);
     let sched = schedule(&g, &[r], Ring);
     let got = exec::run(&sched, &g.inputs).expect("exec");
@@ -412,10 +508,21 @@ fn sharded_reduce_then_allreduce() {
     for mode in [Naive, Ring] {
         let devs = cpus(4);
         let mut g = G::default();
-        let data = (0..4).map(|d| (0..6).map(|i| (d * 6 + i) as u64).collect()).collect();
+        let data = (0..4)
+            .map(|d| (0..6).map(|i| (d * 6 + i) as u64).collect())
+            .collect();
         let b = g.multi_buffer(DType::Int32, &devs, data);
         let rs = g.add(Op::RESHAPE, DType::Int32, vec![b], Arg::Shape(vec![1, 6]));
-        let red = g.add(Op::REDUCE, DType::Int32, vec![rs], Arg::Reduce { op: Op::ADD, axes: 1, order: Default::default() });
+        let red = g.add(
+            Op::REDUCE,
+            DType::Int32,
+            vec![rs],
+            Arg::Reduce {
+                op: Op::ADD,
+                axes: 1,
+                order: Default::default(),
+            },
+        );
         let ar = g.allreduce(Op::ADD, red, &devs);
         let one = g.add(Op::MSELECT, DType::Int32, vec![ar], Arg::Index(2));
         let s = run_and_compare(&g, &[ar, one], mode);
@@ -428,7 +535,9 @@ fn elementwise_on_multi_runs_per_device() {
     // (x + 1) * x on a 3-device value, one kernel per device, and the components read back.
     let devs = cpus(3);
     let mut g = G::default();
-    let data = (0..3).map(|d| (0..5).map(|i| (d * 10 + i) as u64).collect()).collect();
+    let data = (0..3)
+        .map(|d| (0..5).map(|i| (d * 10 + i) as u64).collect())
+        .collect();
     let b = g.multi_buffer(DType::Int32, &devs, data);
     let one = g.konst(DType::Int32, 1);
     let a = g.add(Op::ADD, DType::Int32, vec![b, one], Arg::None);
@@ -452,13 +561,24 @@ fn broadcast_copies_to_every_other_device() {
     // A buffer on CPU:1 broadcast to (CPU:0, CPU:1, CPU:2): 2 copies, none to CPU:1 itself.
     let devs = cpus(3);
     let mut g = G::default();
-    let b = g.buffer(DType::Int16, DeviceSpec::Single(Device::cpu(1)), vec![vec![1, 2, 3, 4]]);
-    let bc = g.add(Op::COPY, DType::Int16, vec![b], Arg::Device(DeviceSpec::Multi(devs.clone())));
+    let b = g.buffer(
+        DType::Int16,
+        DeviceSpec::Single(Device::cpu(1)),
+        vec![vec![1, 2, 3, 4]],
+    );
+    let bc = g.add(
+        Op::COPY,
+        DType::Int16,
+        vec![b],
+        Arg::Device(DeviceSpec::Multi(devs.clone())),
+    );
     let two = g.konst(DType::Int16, 2);
     let m = g.add(Op::MUL, DType::Int16, vec![bc, two], Arg::None);
     let s = run_and_compare(&g, &[bc, m], Naive);
     assert_eq!(s.copies(), 2);
-    let want: BTreeSet<(Device, Device)> = [(devs[0], devs[1]), (devs[2], devs[1])].into_iter().collect();
+    let want: BTreeSet<(Device, Device)> = [(devs[0], devs[1]), (devs[2], devs[1])]
+        .into_iter()
+        .collect();
     assert_eq!(pair_set(&s), want);
 }
 
@@ -473,15 +593,27 @@ fn gather_concatenates_shards_on_one_device() {
             let b = g.buffer(
                 DType::Float32,
                 DeviceSpec::Single(devs[d]),
-                vec![(0..6).map(|i| from_f64(DType::Float32, (d * 100 + i) as f64)).collect()],
+                vec![(0..6)
+                    .map(|i| from_f64(DType::Float32, (d * 100 + i) as f64))
+                    .collect()],
             );
             g.add(Op::RESHAPE, DType::Float32, vec![b], Arg::Shape(vec![2, 3]))
         })
         .collect();
     let ms = g.add(Op::MSTACK, DType::Float32, shards, Arg::None);
     let u = g.add(Op::UNSHARD, DType::Float32, vec![ms], Arg::Axis(1));
-    let to2 = g.add(Op::COPY, DType::Float32, vec![u], Arg::Device(DeviceSpec::Single(devs[2])));
-    let to5 = g.add(Op::COPY, DType::Float32, vec![u], Arg::Device(DeviceSpec::Single(Device::cpu(5))));
+    let to2 = g.add(
+        Op::COPY,
+        DType::Float32,
+        vec![u],
+        Arg::Device(DeviceSpec::Single(devs[2])),
+    );
+    let to5 = g.add(
+        Op::COPY,
+        DType::Float32,
+        vec![u],
+        Arg::Device(DeviceSpec::Single(Device::cpu(5))),
+    );
     let s = run_and_compare(&g, &[to2, to5], Naive);
     assert_eq!(s.copies(), 2 + 3, "{s}");
 }
@@ -505,13 +637,23 @@ fn store_into_a_sharded_buffer_is_per_device() {
     for mode in [Naive, Ring] {
         let devs = cpus(3);
         let mut g = G::default();
-        let data = (0..3).map(|d| (0..8).map(|i| (d * 8 + i) as u64).collect()).collect();
+        let data = (0..3)
+            .map(|d| (0..8).map(|i| (d * 8 + i) as u64).collect())
+            .collect();
         let b = g.multi_buffer(DType::Int32, &devs, data);
         let ar = g.allreduce(Op::ADD, b, &devs);
         let v = g.add(Op::ADD, DType::Int32, vec![ar, b], Arg::None);
         let st = g.add(Op::STORE, DType::Void, vec![b, v], Arg::None);
         let after = g.add(Op::AFTER, DType::Int32, vec![b, st], Arg::None);
-        let win = g.add(Op::SHRINK, DType::Int32, vec![after], Arg::Window { offsets: vec![2], sizes: vec![3] });
+        let win = g.add(
+            Op::SHRINK,
+            DType::Int32,
+            vec![after],
+            Arg::Window {
+                offsets: vec![2],
+                sizes: vec![3],
+            },
+        );
         let k = g.konst(DType::Int32, 7);
         let e = g.add(Op::EXPAND, DType::Int32, vec![k], Arg::Shape(vec![3]));
         let st2 = g.add(Op::STORE, DType::Void, vec![win, e], Arg::None);
@@ -526,14 +668,20 @@ fn store_into_a_sharded_buffer_is_per_device() {
 // Snapshots of the N = 4 schedules.
 
 fn check_snapshot(name: &str, text: &str) {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots").join(format!("{name}.txt"));
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/snapshots")
+        .join(format!("{name}.txt"));
     if std::env::var("UPDATE_SNAPSHOTS").is_ok_and(|v| v == "1") {
         std::fs::create_dir_all(path.parent().expect("a parent")).expect("create snapshots dir");
         std::fs::write(&path, text).expect("write snapshot");
         return;
     }
-    let want =
-        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e} (run with UPDATE_SNAPSHOTS=1 to create it)", path.display()));
+    let want = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e} (run with UPDATE_SNAPSHOTS=1 to create it)",
+            path.display()
+        )
+    });
     if want != text {
         panic!("snapshot {} differs (UPDATE_SNAPSHOTS=1 rewrites it)\n--- expected\n{want}\n--- got\n{text}", path.display());
     }
@@ -544,7 +692,10 @@ fn snapshot_text(s: &Schedule) -> String {
     let mut text = s.to_string();
     text += "programs on CPU:0:\n";
     for st in &s.steps {
-        if let Step::Kernel { device, program, .. } = st {
+        if let Step::Kernel {
+            device, program, ..
+        } = st
+        {
             if *device == Device::cpu(0) {
                 text += &program.to_string();
             }
@@ -556,13 +707,19 @@ fn snapshot_text(s: &Schedule) -> String {
 #[test]
 fn snapshot_naive_4dev() {
     let (g, r) = one_allreduce(Op::ADD, DType::Float32, 4, 400, 9);
-    check_snapshot("allreduce_naive_4dev", &snapshot_text(&schedule(&g, &[r], Naive)));
+    check_snapshot(
+        "allreduce_naive_4dev",
+        &snapshot_text(&schedule(&g, &[r], Naive)),
+    );
 }
 
 #[test]
 fn snapshot_ring_4dev() {
     let (g, r) = one_allreduce(Op::ADD, DType::Float32, 4, 400, 9);
-    check_snapshot("allreduce_ring_4dev", &snapshot_text(&schedule(&g, &[r], Ring)));
+    check_snapshot(
+        "allreduce_ring_4dev",
+        &snapshot_text(&schedule(&g, &[r], Ring)),
+    );
 }
 
 #[test]
@@ -576,7 +733,11 @@ fn values_without_a_device_are_realized_where_they_are_read() {
     let e = g.add(Op::EXPAND, DType::Int32, vec![k], Arg::Shape(vec![3]));
     let c = g.add(Op::CONTIGUOUS, DType::Int32, vec![e], Arg::None);
     let a = g.add(Op::ADD, DType::Int32, vec![b, c], Arg::None);
-    let single = g.buffer(DType::Int32, DeviceSpec::Single(Device::cpu(1)), vec![vec![10, 20, 30]]);
+    let single = g.buffer(
+        DType::Int32,
+        DeviceSpec::Single(Device::cpu(1)),
+        vec![vec![10, 20, 30]],
+    );
     let m = g.add(Op::MUL, DType::Int32, vec![single, c], Arg::None);
     let s = run_and_compare(&g, &[a, m, c], Naive);
     assert_eq!(s.copies(), 0, "{s}");

@@ -28,7 +28,11 @@ use rules::{check_property, check_rule, general, PropertyConfig, TARGETED};
 use uopkit_compiler::rewrite::{all_rules, symbolic};
 
 /// Cases per rule and the seed: enough for every rule to fire (the registry test checks).
-const CFG: PropertyConfig = PropertyConfig { cases: 192, seed: 0x5eed_2026, max_shrink_iters: 4096 };
+const CFG: PropertyConfig = PropertyConfig {
+    cases: 192,
+    seed: 0x5eed_2026,
+    max_shrink_iters: 4096,
+};
 
 macro_rules! rule_tests {
     ($($name:ident),* $(,)?) => {
@@ -108,19 +112,33 @@ fn registry_every_rule_has_a_property_test_that_fires() {
         "rules without a targeted strategy (add them to TARGETED in conformance/src/gen/rules.rs): {untargeted:?}"
     );
     let stale: Vec<_> = tested.difference(&all).collect();
-    assert!(stale.is_empty(), "property tests for rules that do not exist: {stale:?}");
+    assert!(
+        stale.is_empty(),
+        "property tests for rules that do not exist: {stale:?}"
+    );
     // Hit counts with the tests' seed and config: every rule fires.
     let mut table = String::new();
     let mut never = vec![];
     for rule in &all {
         let stats = check_rule(rule, CFG).unwrap_or_else(|e| panic!("rule {rule}: {e}"));
-        table += &format!("  {rule:<20} fired on {:>3} of {} expressions, {:>4} hits\n", stats.fired_cases, stats.cases, stats.hit(rule));
+        table += &format!(
+            "  {rule:<20} fired on {:>3} of {} expressions, {:>4} hits\n",
+            stats.fired_cases,
+            stats.cases,
+            stats.hit(rule)
+        );
         if stats.hit(rule) == 0 {
             never.push(*rule);
         }
     }
-    println!("rule hit counts (seed {:#x}, {} cases per rule, both rewrite orders):\n{table}", CFG.seed, CFG.cases);
-    assert!(never.is_empty(), "rules the generators never make fire: {never:?}\n{table}");
+    println!(
+        "rule hit counts (seed {:#x}, {} cases per rule, both rewrite orders):\n{table}",
+        CFG.seed, CFG.cases
+    );
+    assert!(
+        never.is_empty(),
+        "rules the generators never make fire: {never:?}\n{table}"
+    );
 }
 
 #[test]
@@ -128,7 +146,12 @@ fn the_whole_symbolic_set_is_exact_on_general_expressions() {
     let cfg = PropertyConfig { cases: 512, ..CFG };
     let stats = check_property(&symbolic(), general(), cfg).unwrap_or_else(|e| panic!("{e}"));
     println!("symbolic on general expressions: {stats:?}");
-    assert!(stats.fired_cases > 100, "{} of {} expressions simplified", stats.fired_cases, stats.cases);
+    assert!(
+        stats.fired_cases > 100,
+        "{} of {} expressions simplified",
+        stats.fired_cases,
+        stats.cases
+    );
     assert!(stats.hits.len() >= 20, "{:?}", stats.hits);
 }
 

@@ -80,12 +80,16 @@ pub struct Mode<'a> {
 
 /// The repository's `manifests/` directory.
 pub fn default_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join("manifests")
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join("manifests")
 }
 
 /// `manifests/allowances/<backend>.json`.
 pub fn default_path(backend: &str) -> PathBuf {
-    default_dir().join("allowances").join(format!("{backend}.json"))
+    default_dir()
+        .join("allowances")
+        .join(format!("{backend}.json"))
 }
 
 /// The float ALU ops a ULP budget may name.
@@ -130,7 +134,8 @@ impl Allowances {
     }
 
     pub fn load(path: &Path) -> Result<Allowances, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
         Self::parse(&text).map_err(|e| format!("{}: {e}", path.display()))
     }
 
@@ -138,14 +143,21 @@ impl Allowances {
     pub fn for_backend(backend: &str) -> Result<Allowances, String> {
         let a = Self::load(&default_path(backend))?;
         if a.backend != backend {
-            return Err(format!("{}: names backend '{}', not '{backend}'", default_path(backend).display(), a.backend));
+            return Err(format!(
+                "{}: names backend '{}', not '{backend}'",
+                default_path(backend).display(),
+                a.backend
+            ));
         }
         Ok(a)
     }
 
     pub fn validate(&self) -> Result<(), String> {
         if self.format != FORMAT {
-            return Err(format!("format must be \"{FORMAT}\", found \"{}\"", self.format));
+            return Err(format!(
+                "format must be \"{FORMAT}\", found \"{}\"",
+                self.format
+            ));
         }
         if self.backend.is_empty() {
             return Err("backend must be named".into());
@@ -158,7 +170,9 @@ impl Allowances {
         for (op, per) in &self.ulp {
             let o: Op = op.parse().map_err(|e| format!("ulp: {e}"))?;
             if !budget_op(o) {
-                return Err(format!("ulp: {o} cannot have a ULP budget (float arithmetic ops only)"));
+                return Err(format!(
+                    "ulp: {o} cannot have a ULP budget (float arithmetic ops only)"
+                ));
             }
             for dt in per.keys() {
                 if dt != "*" {
@@ -175,7 +189,10 @@ impl Allowances {
                 return Err(format!("override of {} needs a reason", o.case));
             }
             if !seen.insert((o.case.clone(), o.output.clone())) {
-                return Err(format!("two overrides for case {} output {:?}", o.case, o.output));
+                return Err(format!(
+                    "two overrides for case {} output {:?}",
+                    o.case, o.output
+                ));
             }
         }
         Ok(())
@@ -215,11 +232,24 @@ impl Allowances {
     /// The mode `out` of case `case_name` is compared with on this backend: an override naming
     /// the output wins over one naming the whole case, which wins over the case's own mode.
     pub fn mode_for<'a>(&'a self, case_name: &str, out: &Output) -> Mode<'a> {
-        let exact = self.overrides.iter().find(|o| o.case == case_name && o.output.as_deref() == Some(out.name.as_str()));
-        let whole = || self.overrides.iter().find(|o| o.case == case_name && o.output.is_none());
+        let exact = self
+            .overrides
+            .iter()
+            .find(|o| o.case == case_name && o.output.as_deref() == Some(out.name.as_str()));
+        let whole = || {
+            self.overrides
+                .iter()
+                .find(|o| o.case == case_name && o.output.is_none())
+        };
         match exact.or_else(whole) {
-            Some(o) => Mode { compare: o.compare.clone(), origin: Some(o) },
-            None => Mode { compare: out.compare.clone(), origin: None },
+            Some(o) => Mode {
+                compare: o.compare.clone(),
+                origin: Some(o),
+            },
+            None => Mode {
+                compare: out.compare.clone(),
+                origin: None,
+            },
         }
     }
 
@@ -230,9 +260,10 @@ impl Allowances {
         for o in &self.overrides {
             match (outputs(&o.case), &o.output) {
                 (None, _) => bad.push(format!("override names unknown case '{}'", o.case)),
-                (Some(names), Some(n)) if !names.contains(n) => {
-                    bad.push(format!("override names unknown output '{n}' of case '{}'", o.case))
-                }
+                (Some(names), Some(n)) if !names.contains(n) => bad.push(format!(
+                    "override names unknown output '{n}' of case '{}'",
+                    o.case
+                )),
                 _ => {}
             }
         }

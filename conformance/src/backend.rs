@@ -2,8 +2,8 @@
 //! A case whose graph is undefined (it expects an error) is never sent to a backend: its
 //! behaviour there is undefined and may crash the process.
 
-use uopkit_compiler::exec;
 use std::sync::OnceLock;
+use uopkit_compiler::exec;
 
 use uopkit_compiler::schedule::{self, Schedule, ScheduleOpts};
 use uopkit_interp::ir::NodeId;
@@ -25,7 +25,10 @@ pub fn cpu_skip_reason(case: &Case) -> Option<&'static str> {
 /// The CPU backend's allowances (`manifests/allowances/cpu.json`), read once.
 pub fn cpu_allowances() -> Result<&'static Allowances, String> {
     static ALLOW: OnceLock<Result<Allowances, String>> = OnceLock::new();
-    ALLOW.get_or_init(|| Allowances::for_backend("cpu")).as_ref().map_err(|e| e.clone())
+    ALLOW
+        .get_or_init(|| Allowances::for_backend("cpu"))
+        .as_ref()
+        .map_err(|e| e.clone())
 }
 
 /// [`check_cpu_with`] under the CPU manifest, for a case without a corpus name.
@@ -38,10 +41,17 @@ pub fn check_cpu(case: &Case) -> Result<Schedule, String> {
 /// and the backend's allowances; also checks the case's schedule expectations.
 pub fn check_cpu_with(case: &Case, name: &str, allow: &Allowances) -> Result<Schedule, String> {
     let oracle = run::run_oracle(case).map_err(|e| format!("the oracle failed: {e}"))?;
-    let roots: Vec<NodeId> = case.outputs.iter().map(|o| oracle.loaded.arena(o.node)).collect::<Result<_, _>>().map_err(|e| e.to_string())?;
+    let roots: Vec<NodeId> = case
+        .outputs
+        .iter()
+        .map(|o| oracle.loaded.arena(o.node))
+        .collect::<Result<_, _>>()
+        .map_err(|e| e.to_string())?;
     let mut opts = ScheduleOpts::from_env()?;
     if let Some(mode) = case.schedule.as_ref().and_then(|s| s.allreduce.as_deref()) {
-        opts.allreduce = mode.parse().map_err(|e| format!("schedule.allreduce: {e}"))?;
+        opts.allreduce = mode
+            .parse()
+            .map_err(|e| format!("schedule.allreduce: {e}"))?;
     }
     let sched = schedule::schedule_opts(&oracle.loaded.graph, &oracle.verified, &roots, &opts)
         .map_err(|e| format!("scheduler: {}", oracle_error_ids(&oracle, e)))?;

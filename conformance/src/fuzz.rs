@@ -75,7 +75,10 @@ pub enum Error {
     #[error("unknown backend '{0}' (the fuzzer supports: cpu)")]
     UnknownBackend(String),
     #[error("cannot write {}: {source}", path.display())]
-    Io { path: PathBuf, source: std::io::Error },
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("{0}")]
     Generate(String),
 }
@@ -127,8 +130,15 @@ pub fn check_cpu_case(case: &Case) -> Verdict {
             Verdict::Fail { class, message }
         }
         Err(p) => {
-            let text = p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_default();
-            Verdict::Fail { class: FailClass::Panic, message: format!("the backend panicked: {text}") }
+            let text = p
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default();
+            Verdict::Fail {
+                class: FailClass::Panic,
+                message: format!("the backend panicked: {text}"),
+            }
         }
     }
 }
@@ -141,11 +151,10 @@ pub fn check_case(backend: &str, case: &Case) -> Result<Verdict, Error> {
     }
 }
 
-/// The pipeline stage (rewrite, lowering, rendering, …) where the compiled case first
-/// departs from the oracle. A hook for the kernel-level oracle (being written): None until
-/// then.
-pub fn first_divergence(_case: &Case) -> Option<String> {
-    None
+/// The pipeline stage (rewrite pass, lowering, rendering, …) where the compiled case first
+/// departs from the oracle, with the kernel, node and culprit rule (`stages::diff`).
+pub fn first_divergence(case: &Case) -> Option<String> {
+    crate::stages::diff(case, true).ok().and_then(|r| r.first)
 }
 
 /// One failure the fuzzer found.
@@ -224,7 +233,13 @@ impl fmt::Display for FuzzReport {
                 x.shrink_checks,
                 x.path.display()
             )?;
-            writeln!(f, "  first divergence: {}", x.stage.as_deref().unwrap_or("unknown (no kernel-level oracle yet)"))?;
+            writeln!(
+                f,
+                "  first divergence: {}",
+                x.stage
+                    .as_deref()
+                    .unwrap_or("unknown (no kernel-level oracle yet)")
+            )?;
             for line in x.shrunk_message.lines().take(12) {
                 writeln!(f, "  {line}")?;
             }
@@ -253,17 +268,27 @@ pub fn run(opts: FuzzOpts) -> Result<FuzzReport, Error> {
     };
     let strategy = recipe(&opts.gen);
     let mut runner = seeded_runner(1, opts.seed, 0);
-    while start.elapsed() < budget && opts.max_cases.is_none_or(|m| report.cases < m) && (report.failures.len() as u64) < opts.max_failures
+    while start.elapsed() < budget
+        && opts.max_cases.is_none_or(|m| report.cases < m)
+        && (report.failures.len() as u64) < opts.max_failures
     {
-        let tree = strategy.new_tree(&mut runner).map_err(|e| Error::Generate(e.to_string()))?;
+        let tree = strategy
+            .new_tree(&mut runner)
+            .map_err(|e| Error::Generate(e.to_string()))?;
         let r = tree.current();
         let generated = crate::gen::tensor::build(&r, &opts.gen);
         report.cases += 1;
         match check_case(&opts.backend, &generated.case)? {
             Verdict::Pass => report.passed += 1,
             Verdict::Skip(_) => report.skipped += 1,
-            Verdict::Fail { class: FailClass::Refused, message } if !opts.refusals_fail => {
-                *report.refusals.entry(without_node_ids(&message)).or_insert(0) += 1;
+            Verdict::Fail {
+                class: FailClass::Refused,
+                message,
+            } if !opts.refusals_fail => {
+                *report
+                    .refusals
+                    .entry(without_node_ids(&message))
+                    .or_insert(0) += 1;
             }
             Verdict::Fail { class, message } => {
                 let failure = shrink_and_write(&opts, report.cases, &generated, class, message)?;
@@ -280,7 +305,9 @@ fn without_node_ids(message: &str) -> String {
     let first = message.lines().next().unwrap_or("");
     first
         .split(": ")
-        .filter(|part| !(part.starts_with("node ") && part[5..].chars().all(|c| c.is_ascii_digit())))
+        .filter(|part| {
+            !(part.starts_with("node ") && part[5..].chars().all(|c| c.is_ascii_digit()))
+        })
         .collect::<Vec<_>>()
         .join(": ")
 }
@@ -297,9 +324,15 @@ fn shrink_and_write(
     message: String,
 ) -> Result<FuzzFailure, Error> {
     let backend = opts.backend.as_str();
-    let (g, s1): (Generated, ShrinkStats) =
-        shrink_recipe(&generated.recipe, &opts.gen, opts.shrink, &mut |g: &Generated| same_failure(backend, &g.case, class));
-    let (mut case, s2) = shrink_case(&g.case, opts.shrink, &mut |c: &Case| same_failure(backend, c, class));
+    let (g, s1): (Generated, ShrinkStats) = shrink_recipe(
+        &generated.recipe,
+        &opts.gen,
+        opts.shrink,
+        &mut |g: &Generated| same_failure(backend, &g.case, class),
+    );
+    let (mut case, s2) = shrink_case(&g.case, opts.shrink, &mut |c: &Case| {
+        same_failure(backend, c, class)
+    });
     let shrunk_message = match check_case(backend, &case)? {
         Verdict::Fail { message, .. } => message,
         other => format!("{other:?}"),
@@ -332,13 +365,23 @@ fn shrink_and_write(
 /// Writes `case` to `dir/<stem>_<n>.json` for the smallest n whose file does not exist
 /// (created exclusively: an existing file is never overwritten).
 pub fn write_new(dir: &Path, stem: &str, case: &Case) -> Result<PathBuf, Error> {
-    std::fs::create_dir_all(dir).map_err(|source| Error::Io { path: dir.to_path_buf(), source })?;
+    std::fs::create_dir_all(dir).map_err(|source| Error::Io {
+        path: dir.to_path_buf(),
+        source,
+    })?;
     let text = case.to_canonical_string();
     for n in 1.. {
         let path = dir.join(format!("{stem}_{n}.json"));
-        match std::fs::OpenOptions::new().write(true).create_new(true).open(&path) {
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+        {
             Ok(mut f) => {
-                f.write_all(text.as_bytes()).map_err(|source| Error::Io { path: path.clone(), source })?;
+                f.write_all(text.as_bytes()).map_err(|source| Error::Io {
+                    path: path.clone(),
+                    source,
+                })?;
                 return Ok(path);
             }
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,

@@ -11,8 +11,8 @@ pub mod gen;
 pub mod inputs;
 pub mod load;
 pub mod run;
-pub mod stages;
 pub mod shrink;
+pub mod stages;
 pub mod xfail;
 
 pub use case::Case;

@@ -323,10 +323,17 @@ pub fn parse_arg(op: Op, dtype: DType, v: &Json) -> Result<Arg, String> {
                 ),
                 _ => return Err(format!("expected [op, n] or [op, n, order], found {v}")),
             };
-            if matches!(order, ReduceOrder::Split(0) | ReduceOrder::Chunks(0) | ReduceOrder::Tree(0)) {
+            if matches!(
+                order,
+                ReduceOrder::Split(0) | ReduceOrder::Chunks(0) | ReduceOrder::Tree(0)
+            ) {
                 return Err(format!("reduce order {order:?} needs a positive count"));
             }
-            Arg::Reduce { op: reduce_op(o)?, axes: n.as_u64().ok_or("axis count must be an integer")? as usize, order }
+            Arg::Reduce {
+                op: reduce_op(o)?,
+                axes: n.as_u64().ok_or("axis count must be an integer")? as usize,
+                order,
+            }
         }
         Op::ALLREDUCE => match v.as_array().map(|a| a.as_slice()) {
             Some([o, ds]) => {

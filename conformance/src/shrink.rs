@@ -38,7 +38,10 @@ pub struct ShrinkOpts {
 
 impl Default for ShrinkOpts {
     fn default() -> Self {
-        ShrinkOpts { max_checks: 400, max_time: Duration::from_secs(60) }
+        ShrinkOpts {
+            max_checks: 400,
+            max_time: Duration::from_secs(60),
+        }
     }
 }
 
@@ -61,7 +64,11 @@ struct Budget {
 
 impl Budget {
     fn new(opts: ShrinkOpts) -> Self {
-        Budget { opts, start: Instant::now(), checks: 0 }
+        Budget {
+            opts,
+            start: Instant::now(),
+            checks: 0,
+        }
     }
     fn left(&self) -> bool {
         self.checks < self.opts.max_checks && self.start.elapsed() < self.opts.max_time
@@ -81,7 +88,10 @@ pub fn shrink_recipe(
 ) -> (Generated, ShrinkStats) {
     let mut budget = Budget::new(opts);
     let mut cur = build(recipe, cfg);
-    let mut stats = ShrinkStats { nodes_before: cur.case.graph.len(), ..ShrinkStats::default() };
+    let mut stats = ShrinkStats {
+        nodes_before: cur.case.graph.len(),
+        ..ShrinkStats::default()
+    };
     let mut seen: BTreeSet<String> = BTreeSet::new();
     seen.insert(cur.case.to_canonical_string());
     let mut improved = true;
@@ -93,7 +103,9 @@ pub fn shrink_recipe(
             }
             let g = build(&cand, cfg);
             // Only smaller graphs, and each graph once.
-            if g.case.graph.len() > cur.case.graph.len() || !seen.insert(g.case.to_canonical_string()) {
+            if g.case.graph.len() > cur.case.graph.len()
+                || !seen.insert(g.case.to_canonical_string())
+            {
                 continue;
             }
             if run::run_oracle(&g.case).is_err() {
@@ -170,12 +182,24 @@ pub fn gc(case: &Case) -> Case {
             }
         }
     }
-    let new_id: BTreeMap<u64, u64> = order.iter().enumerate().map(|(i, &id)| (id, i as u64)).collect();
+    let new_id: BTreeMap<u64, u64> = order
+        .iter()
+        .enumerate()
+        .map(|(i, &id)| (id, i as u64))
+        .collect();
     let mut out = case.clone();
     out.graph = order
         .iter()
         .filter_map(|id| by_id.get(id))
-        .map(|n| NodeJson { id: new_id[&n.id], src: n.src.iter().map(|s| new_id.get(s).copied().unwrap_or(*s)).collect(), ..(*n).clone() })
+        .map(|n| NodeJson {
+            id: new_id[&n.id],
+            src: n
+                .src
+                .iter()
+                .map(|s| new_id.get(s).copied().unwrap_or(*s))
+                .collect(),
+            ..(*n).clone()
+        })
         .collect();
     out.inputs = case
         .inputs
@@ -193,10 +217,17 @@ pub fn gc(case: &Case) -> Case {
 
 /// Shrinks `case` while `fails` holds. The case should already fail; the result is the
 /// smallest failing case found, garbage-collected and renumbered.
-pub fn shrink_case(case: &Case, opts: ShrinkOpts, fails: &mut dyn FnMut(&Case) -> bool) -> (Case, ShrinkStats) {
+pub fn shrink_case(
+    case: &Case,
+    opts: ShrinkOpts,
+    fails: &mut dyn FnMut(&Case) -> bool,
+) -> (Case, ShrinkStats) {
     let mut budget = Budget::new(opts);
     let mut cur = gc(case);
-    let mut stats = ShrinkStats { nodes_before: case.graph.len(), ..ShrinkStats::default() };
+    let mut stats = ShrinkStats {
+        nodes_before: case.graph.len(),
+        ..ShrinkStats::default()
+    };
     let mut seen: BTreeSet<String> = BTreeSet::new();
     seen.insert(cur.to_canonical_string());
     let mut improved = true;
@@ -234,7 +265,11 @@ pub fn shrink_case(case: &Case, opts: ShrinkOpts, fails: &mut dyn FnMut(&Case) -
 /// Fewer nodes, or as many with fewer outputs or simpler inputs.
 fn smaller(a: &Case, b: &Case) -> bool {
     let weight = |c: &Case| {
-        let data: usize = c.inputs.values().map(|i| matches!(i, Init::Data(_)) as usize).sum();
+        let data: usize = c
+            .inputs
+            .values()
+            .map(|i| matches!(i, Init::Data(_)) as usize)
+            .sum();
         (c.graph.len(), c.outputs.len(), data)
     };
     weight(a) < weight(b)
@@ -268,14 +303,28 @@ fn redirect(case: &Case, from: u64, to: u64) -> Case {
 fn replace(case: &Case, id: u64, new: Vec<NodeJson>, init: Option<(usize, Init)>) -> Case {
     let mut c = case.clone();
     let fresh = c.graph.iter().map(|n| n.id).max().unwrap_or(0) + 1;
-    let fix = |s: u64| if s >= u64::MAX - 16 { fresh + (u64::MAX - s) } else { s };
+    let fix = |s: u64| {
+        if s >= u64::MAX - 16 {
+            fresh + (u64::MAX - s)
+        } else {
+            s
+        }
+    };
     let mut new = new.into_iter();
     let Some(first) = new.next() else { return c };
     if let Some(slot) = c.graph.iter_mut().find(|n| n.id == id) {
-        *slot = NodeJson { id, src: first.src.iter().map(|&s| fix(s)).collect(), ..first };
+        *slot = NodeJson {
+            id,
+            src: first.src.iter().map(|&s| fix(s)).collect(),
+            ..first
+        };
     }
     for (k, n) in new.enumerate() {
-        c.graph.push(NodeJson { id: fresh + k as u64, src: n.src.iter().map(|&s| fix(s)).collect(), ..n });
+        c.graph.push(NodeJson {
+            id: fresh + k as u64,
+            src: n.src.iter().map(|&s| fix(s)).collect(),
+            ..n
+        });
     }
     c.inputs.remove(&id.to_string());
     if let Some((k, i)) = init {
@@ -287,7 +336,12 @@ fn replace(case: &Case, id: u64, new: Vec<NodeJson>, init: Option<(usize, Init)>
 }
 
 fn next_slot(case: &Case) -> u64 {
-    case.graph.iter().filter(|n| n.op == Op::BUFFER).filter_map(|n| n.arg.get("slot").and_then(|s| s.as_u64())).max().map_or(0, |s| s + 1)
+    case.graph
+        .iter()
+        .filter(|n| n.op == Op::BUFFER)
+        .filter_map(|n| n.arg.get("slot").and_then(|s| s.as_u64()))
+        .max()
+        .map_or(0, |s| s + 1)
 }
 
 /// The candidates of one round, most promising first.
@@ -314,7 +368,9 @@ fn case_candidates(cur: &Case) -> Vec<Case> {
         }
     }
     // Nodes by the size of what they reach, largest first.
-    let Ok(oracle) = run::run_oracle(cur) else { return out };
+    let Ok(oracle) = run::run_oracle(cur) else {
+        return out;
+    };
     let reach = |id: u64| -> usize {
         let mut seen = BTreeSet::new();
         let mut stack = vec![id];
@@ -345,25 +401,57 @@ fn case_candidates(cur: &Case) -> Vec<Case> {
             continue;
         }
         // 4. The node's oracle value as a buffer (+ reshape), or a constant.
-        let Ok(aid) = oracle.loaded.arena(id) else { continue };
-        let Some(v) = oracle.evaluation.value(aid) else { continue };
-        let Data::Single(elems) = &v.data else { continue };
-        let Some(bits): Option<Vec<u64>> = elems.iter().map(|e| if let Elem::Bits(b) = e { Some(*b) } else { None }).collect() else {
+        let Ok(aid) = oracle.loaded.arena(id) else {
+            continue;
+        };
+        let Some(v) = oracle.evaluation.value(aid) else {
+            continue;
+        };
+        let Data::Single(elems) = &v.data else {
+            continue;
+        };
+        let Some(bits): Option<Vec<u64>> = elems
+            .iter()
+            .map(|e| {
+                if let Elem::Bits(b) = e {
+                    Some(*b)
+                } else {
+                    None
+                }
+            })
+            .collect()
+        else {
             continue;
         };
         let info = oracle.verified.info(aid);
         if !bits.is_empty() && bits.iter().all(|&b| b == bits[0]) {
             let k = uopkit_interp::scalar::literal::format(v.dtype, bits[0]);
-            let konst = NodeJson { id: 0, op: Op::CONST, dtype: v.dtype, src: vec![], arg: k };
+            let konst = NodeJson {
+                id: 0,
+                op: Op::CONST,
+                dtype: v.dtype,
+                src: vec![],
+                arg: k,
+            };
             if v.shape.is_empty() {
                 out.push(replace(cur, id, vec![konst], None));
             } else {
-                let expand = NodeJson { id: 0, op: Op::EXPAND, dtype: v.dtype, src: vec![u64::MAX], arg: json!(v.shape) };
+                let expand = NodeJson {
+                    id: 0,
+                    op: Op::EXPAND,
+                    dtype: v.dtype,
+                    src: vec![u64::MAX],
+                    arg: json!(v.shape),
+                };
                 out.push(replace(cur, id, vec![expand, konst], None));
             }
         }
-        let Some(device) = info.device.as_ref().filter(|d| !d.is_multi()) else { continue };
-        let Ok(Json::Array(lits)) = value_json(v) else { continue };
+        let Some(device) = info.device.as_ref().filter(|d| !d.is_multi()) else {
+            continue;
+        };
+        let Ok(Json::Array(lits)) = value_json(v) else {
+            continue;
+        };
         let buffer = |i| NodeJson {
             id: i,
             op: Op::BUFFER,
@@ -372,19 +460,45 @@ fn case_candidates(cur: &Case) -> Vec<Case> {
             arg: json!({"slot": slot, "size": bits.len(), "device": device}),
         };
         if v.shape == [bits.len()] {
-            out.push(replace(cur, id, vec![buffer(0)], Some((0, Init::Data(lits)))));
+            out.push(replace(
+                cur,
+                id,
+                vec![buffer(0)],
+                Some((0, Init::Data(lits))),
+            ));
         } else {
-            let reshape = NodeJson { id: 0, op: Op::RESHAPE, dtype: v.dtype, src: vec![u64::MAX], arg: json!(v.shape) };
-            out.push(replace(cur, id, vec![reshape, buffer(0)], Some((1, Init::Data(lits)))));
+            let reshape = NodeJson {
+                id: 0,
+                op: Op::RESHAPE,
+                dtype: v.dtype,
+                src: vec![u64::MAX],
+                arg: json!(v.shape),
+            };
+            out.push(replace(
+                cur,
+                id,
+                vec![reshape, buffer(0)],
+                Some((1, Init::Data(lits))),
+            ));
         }
     }
     // 5. Simpler buffer contents: 0, 1, 2, … (distinct values, so that reading a wrong
     // element still shows; a constant fill could hide it).
     for (k, init) in &cur.inputs {
-        let is_bool = k.parse::<u64>().ok().and_then(|id| node(cur, id)).is_some_and(|n| n.dtype == DType::Bool);
+        let is_bool = k
+            .parse::<u64>()
+            .ok()
+            .and_then(|id| node(cur, id))
+            .is_some_and(|n| n.dtype == DType::Bool);
         if matches!(init, Init::Data(_)) && !is_bool {
             let mut c = cur.clone();
-            c.inputs.insert(k.clone(), Init::Arange { start: json!(0), step: json!(1) });
+            c.inputs.insert(
+                k.clone(),
+                Init::Arange {
+                    start: json!(0),
+                    step: json!(1),
+                },
+            );
             out.push(c);
         }
     }
@@ -403,20 +517,56 @@ mod tests {
     #[test]
     fn shrinks_to_the_failing_part() {
         let ctx = Ctx::new();
-        let a = Tensor::from_i64s(&ctx, &[2, 3], DType::Int32, Device::CPU, &[1, 2, 3, 4, 5, 6]).unwrap();
-        let b = a.add(1).unwrap().mul(&a).unwrap().permute(&[1, 0]).unwrap().sum(&[0]).unwrap().cast(DType::Int64).unwrap();
+        let a = Tensor::from_i64s(
+            &ctx,
+            &[2, 3],
+            DType::Int32,
+            Device::CPU,
+            &[1, 2, 3, 4, 5, 6],
+        )
+        .unwrap();
+        let b = a
+            .add(1)
+            .unwrap()
+            .mul(&a)
+            .unwrap()
+            .permute(&[1, 0])
+            .unwrap()
+            .sum(&[0])
+            .unwrap()
+            .cast(DType::Int64)
+            .unwrap();
         let other = a.sub(3).unwrap();
-        let case = export(&ctx.graph(), &ctx.inputs(), &[("b".into(), b.id()), ("o".into(), other.id())], "test", &[]).unwrap();
+        let case = export(
+            &ctx.graph(),
+            &ctx.inputs(),
+            &[("b".into(), b.id()), ("o".into(), other.id())],
+            "test",
+            &[],
+        )
+        .unwrap();
         let before = case.graph.len();
         let mut fails = |c: &Case| c.graph.iter().any(|n| n.op == Op::PERMUTE);
         let (small, stats) = shrink_case(&case, ShrinkOpts::default(), &mut fails);
         assert!(fails(&small));
         assert!(run::run_oracle(&small).is_ok());
         assert_eq!(small.outputs.len(), 1);
-        assert!(small.graph.len() <= 3, "{before} → {}: {:#?}", small.graph.len(), small.graph);
+        assert!(
+            small.graph.len() <= 3,
+            "{before} → {}: {:#?}",
+            small.graph.len(),
+            small.graph
+        );
         assert_eq!(stats.nodes_before, before);
         assert_eq!(stats.nodes_after, small.graph.len());
-        assert!(small.inputs.values().all(|i| matches!(i, Init::Arange { .. })), "{:?}", small.inputs);
+        assert!(
+            small
+                .inputs
+                .values()
+                .all(|i| matches!(i, Init::Arange { .. })),
+            "{:?}",
+            small.inputs
+        );
     }
 
     #[test]
@@ -424,17 +574,32 @@ mod tests {
         let ctx = Ctx::new();
         let a = Tensor::from_i64s(&ctx, &[3], DType::Int32, Device::CPU, &[1, 2, 3]).unwrap();
         let b = a.add(2).unwrap();
-        let mut case = export(&ctx.graph(), &ctx.inputs(), &[("b".into(), b.id())], "test", &[]).unwrap();
+        let mut case = export(
+            &ctx.graph(),
+            &ctx.inputs(),
+            &[("b".into(), b.id())],
+            "test",
+            &[],
+        )
+        .unwrap();
         // Shuffle ids: reverse them.
         let n = case.graph.len() as u64;
         for node in case.graph.iter_mut() {
             node.id = n - 1 - node.id;
             node.src = node.src.iter().map(|s| n - 1 - s).collect();
         }
-        case.inputs = case.inputs.iter().map(|(k, v)| ((n - 1 - k.parse::<u64>().unwrap()).to_string(), v.clone())).collect();
+        case.inputs = case
+            .inputs
+            .iter()
+            .map(|(k, v)| ((n - 1 - k.parse::<u64>().unwrap()).to_string(), v.clone()))
+            .collect();
         case.outputs[0].node = n - 1 - case.outputs[0].node;
         let g = gc(&case);
-        assert!(g.graph.iter().enumerate().all(|(i, node)| node.id == i as u64 && node.src.iter().all(|&s| s < node.id)));
+        assert!(g
+            .graph
+            .iter()
+            .enumerate()
+            .all(|(i, node)| node.id == i as u64 && node.src.iter().all(|&s| s < node.id)));
         assert!(run::run_oracle(&g).is_ok());
     }
 }

@@ -44,13 +44,23 @@ impl std::fmt::Display for StepError {
 
 impl From<String> for StepError {
     fn from(message: String) -> Self {
-        StepError { step: None, message }
+        StepError {
+            step: None,
+            message,
+        }
     }
 }
 
 /// Runs every step of `s` in the kernel interpreter (COPY steps copy whole buffers).
-pub fn interpret_schedule(s: &Schedule, inputs: &BTreeMap<NodeId, BufferInit>, opts: &RunOpts) -> Result<Trace, StepError> {
-    let at = |k: usize, message: String| StepError { step: Some(k), message };
+pub fn interpret_schedule(
+    s: &Schedule,
+    inputs: &BTreeMap<NodeId, BufferInit>,
+    opts: &RunOpts,
+) -> Result<Trace, StepError> {
+    let at = |k: usize, message: String| StepError {
+        step: Some(k),
+        message,
+    };
     let mut bufs: Vec<Vec<Elem>> = s
         .buffers
         .iter()
@@ -62,15 +72,22 @@ pub fn interpret_schedule(s: &Schedule, inputs: &BTreeMap<NodeId, BufferInit>, o
                 // Poison that names no graph node (ids from the top of the range).
                 BufferKind::Intermediate => {
                     let buffer = NodeId(u32::MAX - b as u32);
-                    return (0..d.size).map(|index| Elem::Uninit { buffer, index }).collect();
+                    return (0..d.size)
+                        .map(|index| Elem::Uninit { buffer, index })
+                        .collect();
                 }
             };
             let init = inputs.get(&node).and_then(|i| i.get(c));
             (0..d.size)
-                .map(|index| match init.and_then(|i| i.get(index)).copied().flatten() {
-                    Some(bits) => Elem::Bits(bits),
-                    None => Elem::Uninit { buffer: node, index },
-                })
+                .map(
+                    |index| match init.and_then(|i| i.get(index)).copied().flatten() {
+                        Some(bits) => Elem::Bits(bits),
+                        None => Elem::Uninit {
+                            buffer: node,
+                            index,
+                        },
+                    },
+                )
                 .collect()
         })
         .collect();
@@ -84,13 +101,20 @@ pub fn interpret_schedule(s: &Schedule, inputs: &BTreeMap<NodeId, BufferInit>, o
                 if distinct.len() != args.len() {
                     return Err(at(k, format!("step {k}: a buffer is passed twice")));
                 }
-                let mut kb: Vec<Vec<Elem>> = args.iter().map(|a| std::mem::take(&mut bufs[a.0 as usize])).collect();
+                let mut kb: Vec<Vec<Elem>> = args
+                    .iter()
+                    .map(|a| std::mem::take(&mut bufs[a.0 as usize]))
+                    .collect();
                 let r = run_kernel(program, &mut kb, opts);
                 for (a, b) in args.iter().zip(kb) {
                     bufs[a.0 as usize] = b;
                 }
                 r.map_err(|e| at(k, format!("step {k} (kernel {}): {e}", program.name)))?;
-                let w = args.iter().zip(&program.params).find(|(_, p)| p.written).map(|(b, _)| *b);
+                let w = args
+                    .iter()
+                    .zip(&program.params)
+                    .find(|(_, p)| p.written)
+                    .map(|(b, _)| *b);
                 if let Some(w) = w {
                     written.push((w, bufs[w.0 as usize].clone()));
                 }
@@ -98,7 +122,10 @@ pub fn interpret_schedule(s: &Schedule, inputs: &BTreeMap<NodeId, BufferInit>, o
             Step::Copy { dst, src } => {
                 let v = bufs[src.0 as usize].clone();
                 if v.len() != bufs[dst.0 as usize].len() {
-                    return Err(at(k, format!("step {k}: COPY between buffers of different sizes")));
+                    return Err(at(
+                        k,
+                        format!("step {k}: COPY between buffers of different sizes"),
+                    ));
                 }
                 bufs[dst.0 as usize] = v.clone();
                 written.push((*dst, v));
@@ -124,7 +151,11 @@ pub fn interpret_schedule(s: &Schedule, inputs: &BTreeMap<NodeId, BufferInit>, o
         outputs.push(Some(match &o.components {
             None => {
                 let (dtype, shape, data) = read(o.buffer, &o.chain)?;
-                Value { dtype, shape, data: Data::Single(data) }
+                Value {
+                    dtype,
+                    shape,
+                    data: Data::Single(data),
+                }
             }
             Some(cs) => {
                 let (mut dtype, mut shape, mut comps) = (DType::Void, vec![], vec![]);
@@ -133,7 +164,11 @@ pub fn interpret_schedule(s: &Schedule, inputs: &BTreeMap<NodeId, BufferInit>, o
                     (dtype, shape) = (d, sh);
                     comps.push(data);
                 }
-                Value { dtype, shape, data: Data::Multi(comps) }
+                Value {
+                    dtype,
+                    shape,
+                    data: Data::Multi(comps),
+                }
             }
         }));
     }
@@ -158,8 +193,14 @@ fn diff_outputs(case: &Case, oracle: &[&Value], got: &[Option<Value>]) -> String
 }
 
 fn schedule_case(run: &OracleRun, case: &Case, passes: &[RuleSet]) -> Result<Schedule, String> {
-    let roots: Vec<NodeId> = case.outputs.iter().map(|o| run.loaded.arena(o.node)).collect::<Result<_, _>>().map_err(|e| e.to_string())?;
-    schedule::schedule_with(&run.loaded.graph, &run.verified, &roots, passes).map_err(|e| format!("scheduler: {e}"))
+    let roots: Vec<NodeId> = case
+        .outputs
+        .iter()
+        .map(|o| run.loaded.arena(o.node))
+        .collect::<Result<_, _>>()
+        .map_err(|e| e.to_string())?;
+    schedule::schedule_with(&run.loaded.graph, &run.verified, &roots, passes)
+        .map_err(|e| format!("scheduler: {e}"))
 }
 
 /// The `kernels::` trial: the scheduled, lowered programs (after all default passes) run by
@@ -168,7 +209,8 @@ pub fn check_kernels(case: &Case) -> Result<(), String> {
     let run = run::run_oracle(case).map_err(|e| format!("the oracle failed: {e}"))?;
     let want = run::output_values(case, &run).map_err(|e| e.to_string())?;
     let sched = schedule_case(&run, case, &schedule::default_passes())?;
-    let trace = interpret_schedule(&sched, &run.loaded.inputs, &RunOpts::default()).map_err(|e| format!("kernel interpreter: {e}\nschedule:\n{sched}"))?;
+    let trace = interpret_schedule(&sched, &run.loaded.inputs, &RunOpts::default())
+        .map_err(|e| format!("kernel interpreter: {e}\nschedule:\n{sched}"))?;
     let report = diff_outputs(case, &want, &trace.outputs);
     if report.is_empty() {
         Ok(())
@@ -202,7 +244,9 @@ impl DiffReport {
 /// Runs the stages in order and pins the first difference from the oracle.
 pub fn diff(case: &Case, with_backend: bool) -> Result<DiffReport, String> {
     if case.expect_error.is_some() {
-        return Err("the case expects an error: its graph is undefined, so it is oracle-only".into());
+        return Err(
+            "the case expects an error: its graph is undefined, so it is oracle-only".into(),
+        );
     }
     let run = run::run_oracle(case).map_err(|e| format!("the oracle failed: {e}"))?;
     let want = run::output_values(case, &run).map_err(|e| e.to_string())?;
@@ -212,26 +256,50 @@ pub fn diff(case: &Case, with_backend: bool) -> Result<DiffReport, String> {
     let mut first = None;
     let mut previous: Option<(String, Schedule, Trace)> = None;
     for k in 0..=passes.len() {
-        let stage = if k == 0 { "kernels: lowered".to_string() } else { format!("kernels: after pass '{}'", passes[k - 1].name) };
-        let sched = schedule_case(&run, case, &passes[..k])?;
-        let (difference, trace, failed_step) = match interpret_schedule(&sched, &run.loaded.inputs, &opts) {
-            Err(e) => (Some(e.message), None, e.step),
-            Ok(t) => {
-                let d = diff_outputs(case, &want, &t.outputs);
-                (if d.is_empty() { None } else { Some(d) }, Some(t), None)
-            }
+        let stage = if k == 0 {
+            "kernels: lowered".to_string()
+        } else {
+            format!("kernels: after pass '{}'", passes[k - 1].name)
         };
+        let sched = schedule_case(&run, case, &passes[..k])?;
+        let (difference, trace, failed_step) =
+            match interpret_schedule(&sched, &run.loaded.inputs, &opts) {
+                Err(e) => (Some(e.message), None, e.step),
+                Ok(t) => {
+                    let d = diff_outputs(case, &want, &t.outputs);
+                    (if d.is_empty() { None } else { Some(d) }, Some(t), None)
+                }
+            };
         if let (Some(d), None) = (&difference, &first) {
             let prev = previous.as_ref().map(|(_, s, t)| (s, t));
             let pinned = match failed_step {
-                Some(k) => describe_kernel(&sched, k, prev.map(|(s, _)| s), &run, "stops in the kernel interpreter"),
+                Some(k) => describe_kernel(
+                    &sched,
+                    k,
+                    prev.map(|(s, _)| s),
+                    &run,
+                    "stops in the kernel interpreter",
+                ),
                 None => pin_kernel(&sched, trace.as_ref(), prev, &run),
             };
-            let pass = if k == 0 { "before any rewrite pass (scheduling or lowering)".to_string() } else { format!("rewrite pass '{}'", passes[k - 1].name) };
-            let rules = if k > 0 { format!(" (its rules: {})", rule_names(&passes[k - 1])) } else { String::new() };
-            first = Some(format!("first difference at stage '{stage}', {pass}{rules}\n{pinned}{d}"));
+            let pass = if k == 0 {
+                "before any rewrite pass (scheduling or lowering)".to_string()
+            } else {
+                format!("rewrite pass '{}'", passes[k - 1].name)
+            };
+            let rules = if k > 0 {
+                culprit_rules(case, &run, &want, &passes[..k], &opts)
+            } else {
+                String::new()
+            };
+            first = Some(format!(
+                "first difference at stage '{stage}', {pass}{rules}\n{pinned}{d}"
+            ));
         }
-        stages.push(StageResult { stage: stage.clone(), difference });
+        stages.push(StageResult {
+            stage: stage.clone(),
+            difference,
+        });
         if let Some(t) = trace {
             previous = Some((stage, sched, t));
         }
@@ -257,18 +325,56 @@ pub fn diff(case: &Case, with_backend: bool) -> Result<DiffReport, String> {
     Ok(DiffReport { stages, first })
 }
 
-fn rule_names(rules: &RuleSet) -> String {
-    let names: Vec<&str> = rules.rules().iter().map(|r| r.name).collect();
-    if rewrite::faults::any_active() {
-        format!("{} (fault injection is on)", names.join(", "))
+/// Which rules of the last pass the difference depends on: the pass is rerun without each
+/// rule in turn, and a rule whose removal makes the stage agree with the oracle is named.
+fn culprit_rules(
+    case: &Case,
+    run: &OracleRun,
+    want: &[&Value],
+    passes: &[RuleSet],
+    opts: &RunOpts,
+) -> String {
+    let Some((last, earlier)) = passes.split_last() else {
+        return String::new();
+    };
+    let mut culprits = vec![];
+    for r in last.rules() {
+        let without: Vec<_> = last
+            .rules()
+            .iter()
+            .filter(|x| x.name != r.name)
+            .cloned()
+            .collect();
+        let mut trial: Vec<RuleSet> = earlier.to_vec();
+        trial.push(RuleSet::new(last.name, without));
+        let agrees = schedule_case(run, case, &trial)
+            .ok()
+            .and_then(|s| interpret_schedule(&s, &run.loaded.inputs, opts).ok())
+            .is_some_and(|t| diff_outputs(case, want, &t.outputs).is_empty());
+        if agrees {
+            culprits.push(r.name);
+        }
+    }
+    let faults = if rewrite::faults::any_active() {
+        "; fault injection is on"
     } else {
-        format!("{} rules", names.len())
+        ""
+    };
+    if culprits.is_empty() {
+        format!(" (no single rule of the pass is to blame: they interact{faults})")
+    } else {
+        format!(" (culprit rule: {}{faults})", culprits.join(", "))
     }
 }
 
 /// The first kernel whose written buffer differs from the previous stage's (same schedule,
 /// other index arithmetic), with its program.
-fn pin_kernel(sched: &Schedule, trace: Option<&Trace>, previous: Option<(&Schedule, &Trace)>, run: &OracleRun) -> String {
+fn pin_kernel(
+    sched: &Schedule,
+    trace: Option<&Trace>,
+    previous: Option<(&Schedule, &Trace)>,
+    run: &OracleRun,
+) -> String {
     let (Some(trace), Some((prev_sched, prev))) = (trace, previous) else {
         return String::new();
     };
@@ -278,7 +384,13 @@ fn pin_kernel(sched: &Schedule, trace: Option<&Trace>, previous: Option<(&Schedu
     };
     for (i, ((b, now), (pb, before))) in trace.written.iter().zip(&prev.written).enumerate() {
         if b != pb || now != before {
-            return describe_kernel(sched, step_of_write(i), Some(prev_sched), run, "writes different values than before the pass");
+            return describe_kernel(
+                sched,
+                step_of_write(i),
+                Some(prev_sched),
+                run,
+                "writes different values than before the pass",
+            );
         }
     }
     String::new()
@@ -286,15 +398,26 @@ fn pin_kernel(sched: &Schedule, trace: Option<&Trace>, previous: Option<(&Schedu
 
 /// Names step `k` (its kernel, the graph node it computes) and shows its program before and
 /// after the pass.
-fn describe_kernel(sched: &Schedule, k: usize, prev_sched: Option<&Schedule>, run: &OracleRun, what: &str) -> String {
+fn describe_kernel(
+    sched: &Schedule,
+    k: usize,
+    prev_sched: Option<&Schedule>,
+    run: &OracleRun,
+    what: &str,
+) -> String {
     match sched.steps.get(k) {
         Some(Step::Kernel { program, value, .. }) => {
-            let node = value.map(|v| format!(", computing graph node {}", file_id(run, v))).unwrap_or_default();
+            let node = value
+                .map(|v| format!(", computing graph node {}", file_id(run, v)))
+                .unwrap_or_default();
             let old = match prev_sched.and_then(|p| p.steps.get(k)) {
                 Some(Step::Kernel { program, .. }) => format!("before the pass:\n{program}"),
                 _ => String::new(),
             };
-            format!("kernel {} (step {k}{node}) {what}\n{old}after the pass:\n{program}", program.name)
+            format!(
+                "kernel {} (step {k}{node}) {what}\n{old}after the pass:\n{program}",
+                program.name
+            )
         }
         Some(Step::Copy { dst, src }) => format!("step {k} (copy {dst} <- {src}) {what}\n"),
         None => String::new(),
@@ -302,5 +425,9 @@ fn describe_kernel(sched: &Schedule, k: usize, prev_sched: Option<&Schedule>, ru
 }
 
 fn file_id(run: &OracleRun, n: NodeId) -> u64 {
-    run.loaded.file_id.get(n.index()).copied().unwrap_or(u64::from(n.0))
+    run.loaded
+        .file_id
+        .get(n.index())
+        .copied()
+        .unwrap_or(u64::from(n.0))
 }

@@ -69,19 +69,31 @@ pub fn default_path() -> PathBuf {
 
 /// Reads and checks an expected-failure manifest.
 pub fn load(path: &Path) -> Result<Xfail, Error> {
-    let text = std::fs::read_to_string(path).map_err(|e| Error::Read { path: path.to_path_buf(), reason: e.to_string() })?;
-    parse(&text).map_err(|reason| Error::Invalid { path: path.to_path_buf(), reason })
+    let text = std::fs::read_to_string(path).map_err(|e| Error::Read {
+        path: path.to_path_buf(),
+        reason: e.to_string(),
+    })?;
+    parse(&text).map_err(|reason| Error::Invalid {
+        path: path.to_path_buf(),
+        reason,
+    })
 }
 
 pub fn parse(text: &str) -> Result<Xfail, String> {
     let x: Xfail = serde_json::from_str(text).map_err(|e| e.to_string())?;
     if x.format != FORMAT {
-        return Err(format!("format must be \"{FORMAT}\", found \"{}\"", x.format));
+        return Err(format!(
+            "format must be \"{FORMAT}\", found \"{}\"",
+            x.format
+        ));
     }
     let mut seen = BTreeSet::new();
     for e in &x.expected_failures {
         if e.reason.trim().is_empty() {
-            return Err(format!("{} on {}: an expected failure needs a reason", e.case, e.backend));
+            return Err(format!(
+                "{} on {}: an expected failure needs a reason",
+                e.case, e.backend
+            ));
         }
         if !seen.insert((e.case.as_str(), e.backend.as_str())) {
             return Err(format!("{} on {} is listed twice", e.case, e.backend));
@@ -93,21 +105,36 @@ pub fn parse(text: &str) -> Result<Xfail, String> {
 impl Xfail {
     /// A manifest with no entries.
     pub fn empty() -> Xfail {
-        Xfail { format: FORMAT.into(), ..Default::default() }
+        Xfail {
+            format: FORMAT.into(),
+            ..Default::default()
+        }
     }
 
     pub fn entry(&self, case: &str, backend: &str) -> Option<&Entry> {
-        self.expected_failures.iter().find(|e| e.case == case && e.backend == backend)
+        self.expected_failures
+            .iter()
+            .find(|e| e.case == case && e.backend == backend)
     }
 
     /// The trial's verdict with the manifest applied: an unlisted trial keeps its result; a
     /// listed one passes when it fails (as described) and fails when it passes.
-    pub fn judge(&self, case: &str, backend: &str, result: Result<(), String>) -> Result<(), String> {
+    pub fn judge(
+        &self,
+        case: &str,
+        backend: &str,
+        result: Result<(), String>,
+    ) -> Result<(), String> {
         self.outcome(case, backend, result).map(|_| ())
     }
 
     /// Like [`Xfail::judge`], keeping the reason and the failure of an expected failure.
-    pub fn outcome(&self, case: &str, backend: &str, result: Result<(), String>) -> Result<Outcome, String> {
+    pub fn outcome(
+        &self,
+        case: &str,
+        backend: &str,
+        result: Result<(), String>,
+    ) -> Result<Outcome, String> {
         let Some(e) = self.entry(case, backend) else {
             return result.map(|()| Outcome::Passed);
         };
@@ -128,7 +155,11 @@ impl Xfail {
 
     /// Entries naming a case that does not exist or a backend that is not known (a renamed case
     /// would otherwise leave its entry behind, never judged).
-    pub fn check_names(&self, case_exists: impl Fn(&str) -> bool, backends: &[&str]) -> Result<(), String> {
+    pub fn check_names(
+        &self,
+        case_exists: impl Fn(&str) -> bool,
+        backends: &[&str],
+    ) -> Result<(), String> {
         let bad: Vec<String> = self
             .expected_failures
             .iter()

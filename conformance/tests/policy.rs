@@ -67,7 +67,11 @@ fn with(v: &Value, edits: &[(usize, u64)]) -> Value {
     for &(i, x) in edits {
         b[i] = x;
     }
-    Value { dtype: v.dtype, shape: v.shape.clone(), data: Data::Single(b.into_iter().map(Elem::Bits).collect()) }
+    Value {
+        dtype: v.dtype,
+        shape: v.shape.clone(),
+        data: Data::Single(b.into_iter().map(Elem::Bits).collect()),
+    }
 }
 
 fn hex32(x: f32) -> String {
@@ -93,11 +97,18 @@ fn sum_case(n: usize, seed: u64, mode: &str) -> (Case, Vec<f32>) {
 }
 
 fn reassociating() -> Allowances {
-    Allowances { reassociate_reductions: true, ..Allowances::strict("test") }
+    Allowances {
+        reassociate_reductions: true,
+        ..Allowances::strict("test")
+    }
 }
 
 fn f32_value(x: f32) -> Value {
-    Value { dtype: DType::Float32, shape: vec![], data: Data::Single(vec![Elem::Bits(x.to_bits() as u64)]) }
+    Value {
+        dtype: DType::Float32,
+        shape: vec![],
+        data: Data::Single(vec![Elem::Bits(x.to_bits() as u64)]),
+    }
 }
 
 // ---- exact and ulp ----
@@ -122,7 +133,10 @@ fn exact_rejects_a_one_ulp_error() {
     let r = oracle(&c);
     let v = out_value(&c, &r, 0);
     let out = &c.outputs[0];
-    assert!(compare::compare(out, v).unwrap().passed(), "the oracle matches the literals");
+    assert!(
+        compare::compare(out, v).unwrap().passed(),
+        "the oracle matches the literals"
+    );
     assert!(compare::compare_values(out, v, v).unwrap().passed());
     let b = bits(v);
     let bad = with(v, &[(0, b[0] + 1)]);
@@ -136,10 +150,18 @@ fn exact_rejects_a_one_ulp_error() {
     assert!(rep.contains(", 1 ulp"), "{rep}");
     // The same against the literals (oracle trial wording).
     let d = compare::compare(out, &bad).unwrap();
-    assert!(d.report(8).contains("[0]: expected 1.1 (0x3f8ccccd)"), "{}", d.report(8));
+    assert!(
+        d.report(8).contains("[0]: expected 1.1 (0x3f8ccccd)"),
+        "{}",
+        d.report(8)
+    );
     // ulp(1) accepts it, ulp(0) does not.
-    assert!(compare::compare_with(out, &Compare::Ulp(1), v, &bad, None).unwrap().passed());
-    assert!(!compare::compare_with(out, &Compare::Ulp(0), v, &bad, None).unwrap().passed());
+    assert!(compare::compare_with(out, &Compare::Ulp(1), v, &bad, None)
+        .unwrap()
+        .passed());
+    assert!(!compare::compare_with(out, &Compare::Ulp(0), v, &bad, None)
+        .unwrap()
+        .passed());
 }
 
 #[test]
@@ -154,16 +176,28 @@ fn signed_zeros_and_nans_per_mode() {
     let d = compare::compare_values(out, v, &plus_zero).unwrap();
     assert!(!d.passed(), "exact: +0 and -0 differ");
     assert!(d.report(8).contains("[signed zero]"), "{}", d.report(8));
-    assert!(compare::compare_with(out, &Compare::Ulp(0), v, &plus_zero, None).unwrap().passed(), "ulp: ±0 are 0 apart");
+    assert!(
+        compare::compare_with(out, &Compare::Ulp(0), v, &plus_zero, None)
+            .unwrap()
+            .passed(),
+        "ulp: ±0 are 0 apart"
+    );
     // A NaN with another payload: fails under `canonical`, passes under `any`; a NaN against a
     // number fails every mode.
     let payload = with(v, &[(3, 0x7fc0_0001)]);
     assert!(!compare::compare_values(out, v, &payload).unwrap().passed());
-    assert!(!compare::compare_with(out, &Compare::Ulp(100), v, &payload, None).unwrap().passed());
+    assert!(
+        !compare::compare_with(out, &Compare::Ulp(100), v, &payload, None)
+            .unwrap()
+            .passed()
+    );
     let any = add_case(json!("exact"), "any");
-    assert!(compare::compare_values(&any.outputs[0], v, &payload).unwrap().passed());
+    assert!(compare::compare_values(&any.outputs[0], v, &payload)
+        .unwrap()
+        .passed());
     let number = with(v, &[(3, 0x3f80_0000)]);
-    let d = compare::compare_with(&any.outputs[0], &Compare::Ulp(1 << 40), v, &number, None).unwrap();
+    let d =
+        compare::compare_with(&any.outputs[0], &Compare::Ulp(1 << 40), v, &number, None).unwrap();
     assert!(!d.passed());
     assert_eq!(d.mismatches[0].ulp, None);
     assert!(d.report(8).contains("[NaN vs number]"));
@@ -181,7 +215,10 @@ fn ulp_reports_carry_a_histogram() {
     assert_eq!(d.mismatches[0].limit, Limit::Ulp(2));
     let rep = d.report(8);
     assert!(rep.contains("ulp(2) vs the oracle"), "{rep}");
-    assert!(rep.contains("ULP histogram (4 elements): 0: 2 | 2: 1 | 5–8: 1"), "{rep}");
+    assert!(
+        rep.contains("ULP histogram (4 elements): 0: 2 | 2: 1 | 5–8: 1"),
+        "{rep}"
+    );
     assert!(rep.contains("[1]: oracle 5.5"), "{rep}");
 }
 
@@ -195,26 +232,43 @@ fn bounded_error_just_inside_passes_just_outside_fails() {
     let allow = reassociating();
     let (b, roots) = compare::oracle_bounds(&c, &r, &allow.tolerances()).unwrap();
     let nb = b.get(roots[0]).unwrap();
-    let Bound::Range(iv) = nb.comps[0][0] else { panic!("expected a range, got {:?}", nb.comps[0][0]) };
+    let Bound::Range(iv) = nb.comps[0][0] else {
+        panic!("expected a range, got {:?}", nb.comps[0][0])
+    };
     let inside_hi = uopkit_interp::bounds::ulp::round_down(DType::Float32, iv.hi) as f32;
     let inside_lo = uopkit_interp::bounds::ulp::round_up(DType::Float32, iv.lo) as f32;
-    let outside_hi = f32::from_bits(inside_hi.to_bits().wrapping_add(if inside_hi > 0.0 { 1 } else { u32::MAX }));
-    let outside_hi = if outside_hi < inside_hi { f32::from_bits(inside_hi.to_bits() - 1) } else { outside_hi };
+    let outside_hi = f32::from_bits(inside_hi.to_bits().wrapping_add(if inside_hi > 0.0 {
+        1
+    } else {
+        u32::MAX
+    }));
+    let outside_hi = if outside_hi < inside_hi {
+        f32::from_bits(inside_hi.to_bits() - 1)
+    } else {
+        outside_hi
+    };
     assert!(outside_hi as f64 > iv.hi && (inside_hi as f64) <= iv.hi);
     let out = &c.outputs[0];
     for x in [inside_hi, inside_lo] {
         let d = compare::compare_with(out, &Compare::Bounded, v, &f32_value(x), Some(nb)).unwrap();
         assert!(d.passed(), "{x:e} is inside {iv:?}:\n{}", d.report(8));
     }
-    let d = compare::compare_with(out, &Compare::Bounded, v, &f32_value(outside_hi), Some(nb)).unwrap();
+    let d =
+        compare::compare_with(out, &Compare::Bounded, v, &f32_value(outside_hi), Some(nb)).unwrap();
     assert!(!d.passed(), "{outside_hi:e} is outside {iv:?}");
     let rep = d.report(8);
-    assert!(rep.contains("bound from: reassociate_reductions: REDUCE ADD of 10000 float32 terms"), "{rep}");
+    assert!(
+        rep.contains("bound from: reassociate_reductions: REDUCE ADD of 10000 float32 terms"),
+        "{rep}"
+    );
     assert!(rep.contains("1 ulp beyond"), "{rep}");
     assert!(rep.contains("ULP histogram (1 elements)"), "{rep}");
     // The whole path through check_outputs gives the same verdicts.
-    assert!(compare::check_outputs(&c, "policy/sum", &r, &[Some(f32_value(inside_hi))], &allow).is_ok());
-    let e = compare::check_outputs(&c, "policy/sum", &r, &[Some(f32_value(outside_hi))], &allow).unwrap_err();
+    assert!(
+        compare::check_outputs(&c, "policy/sum", &r, &[Some(f32_value(inside_hi))], &allow).is_ok()
+    );
+    let e = compare::check_outputs(&c, "policy/sum", &r, &[Some(f32_value(outside_hi))], &allow)
+        .unwrap_err();
     assert!(e.contains("outside") || e.contains("ulp beyond"), "{e}");
 }
 
@@ -235,7 +289,11 @@ fn a_legal_reordering_of_a_long_sum_passes_bounded_and_fails_exact() {
     let tree = pairwise(&xs);
     let oracle_bits = bits(v)[0];
     for (name, x) in [("reverse", reverse), ("pairwise", tree)] {
-        assert_ne!(x.to_bits() as u64, oracle_bits, "{name}: the reordering must change the bits for this test to mean anything");
+        assert_ne!(
+            x.to_bits() as u64,
+            oracle_bits,
+            "{name}: the reordering must change the bits for this test to mean anything"
+        );
         let got = [Some(f32_value(x))];
         let ok = compare::check_outputs(&c, "policy/sum", &r, &got, &allow);
         assert!(ok.is_ok(), "{name} must pass bounded: {}", ok.unwrap_err());
@@ -252,7 +310,9 @@ fn a_legal_reordering_of_a_long_sum_passes_bounded_and_fails_exact() {
         shape: vec![xs.len()],
         data: Data::Single(xs.iter().map(|x| Elem::Bits(x.to_bits() as u64)).collect()),
     };
-    let replay = uopkit_interp::bounds::reduce_with_order(Op::ADD, 1, &input, &ReduceOrder::Tree(8)).unwrap();
+    let replay =
+        uopkit_interp::bounds::reduce_with_order(Op::ADD, 1, &input, &ReduceOrder::Tree(8))
+            .unwrap();
     assert_eq!(bits(&replay), vec![tree.to_bits() as u64]);
 }
 
@@ -262,15 +322,24 @@ fn the_cpu_manifest_is_strict_on_reductions_so_bounded_is_exact_there() {
     assert_eq!(cpu.backend, "cpu");
     // Only the ring allreduce reassociates; reductions, subnormals, contraction and
     // transcendentals are bit-exact.
-    assert_eq!(cpu.summary(), "the cpu manifest allows: reassociate_allreduce");
+    assert_eq!(
+        cpu.summary(),
+        "the cpu manifest allows: reassociate_allreduce"
+    );
     assert!(Allowances::for_backend("cpu").is_ok());
     let (c, xs) = sum_case(2_000, 3, "bounded");
     let r = oracle(&c);
     let v = out_value(&c, &r, 0);
     let reverse: f32 = xs.iter().rev().fold(0.0, |a, &b| a + b);
     assert_ne!(reverse.to_bits() as u64, bits(v)[0]);
-    let e = compare::check_outputs(&c, "policy/sum", &r, &[Some(f32_value(reverse))], &cpu).unwrap_err();
-    assert!(e.contains("no allowance widens this output (the cpu manifest allows: reassociate_allreduce)"), "{e}");
+    let e = compare::check_outputs(&c, "policy/sum", &r, &[Some(f32_value(reverse))], &cpu)
+        .unwrap_err();
+    assert!(
+        e.contains(
+            "no allowance widens this output (the cpu manifest allows: reassociate_allreduce)"
+        ),
+        "{e}"
+    );
     assert!(compare::check_outputs(&c, "policy/sum", &r, &[Some(v.clone())], &cpu).is_ok());
 }
 
@@ -299,13 +368,23 @@ fn a_transcendental_budget_names_itself_when_exceeded() {
     assert!(compare::check_outputs(&c, "policy/exp2", &r, &[Some(ok)], &gpu).is_ok());
     let bad = with(v, &[(0, b[0] + 3)]);
     let e = compare::check_outputs(&c, "policy/exp2", &r, &[Some(bad.clone())], &gpu).unwrap_err();
-    assert!(e.contains("bound from: ulp: EXP2 float32 within 2 ulp"), "{e}");
+    assert!(
+        e.contains("bound from: ulp: EXP2 float32 within 2 ulp"),
+        "{e}"
+    );
     assert!(e.contains("1 ulp beyond"), "{e}");
     // exp2(10) = 1024 exactly: the budget still applies to it (it is about the op, not the value).
     let near = with(v, &[(2, b[2] - 1)]);
     assert!(compare::check_outputs(&c, "policy/exp2", &r, &[Some(near)], &gpu).is_ok());
     // A strict backend gets nothing.
-    assert!(compare::check_outputs(&c, "policy/exp2", &r, &[Some(bad)], &Allowances::strict("cpu")).is_err());
+    assert!(compare::check_outputs(
+        &c,
+        "policy/exp2",
+        &r,
+        &[Some(bad)],
+        &Allowances::strict("cpu")
+    )
+    .is_err());
 }
 
 // ---- either ----
@@ -330,11 +409,18 @@ fn either_accepts_the_listed_values_and_rejects_others() {
     let r = oracle(&c);
     let v = out_value(&c, &r, 0);
     let out = &c.outputs[0];
-    assert!(compare::compare(out, v).unwrap().passed(), "the oracle gives the first choice");
+    assert!(
+        compare::compare(out, v).unwrap().passed(),
+        "the oracle gives the first choice"
+    );
     // IEEE maxNum-style (1, 1, 3) and NaN-propagating (NaN, NaN, 3) per element: all allowed.
     let nan = 0x7fc0_0000u64;
     let one = 0x3f80_0000u64;
-    for alt in [with(v, &[(1, one)]), with(v, &[(0, nan)]), with(v, &[(0, nan), (1, one)])] {
+    for alt in [
+        with(v, &[(1, one)]),
+        with(v, &[(0, nan)]),
+        with(v, &[(0, nan), (1, one)]),
+    ] {
         let d = compare::compare_values(out, v, &alt).unwrap();
         assert!(d.passed(), "{}", d.report(8));
     }
@@ -343,7 +429,12 @@ fn either_accepts_the_listed_values_and_rejects_others() {
     assert_eq!(d.mismatches[0].limit, Limit::OneOf(0));
     let d = compare::compare_values(out, v, &with(v, &[(0, 0x4000_0000)])).unwrap();
     assert!(!d.passed(), "2.0 is not listed for element 0");
-    assert!(d.report(8).contains("allowed: the oracle value or 1 other(s)"), "{}", d.report(8));
+    assert!(
+        d.report(8)
+            .contains("allowed: the oracle value or 1 other(s)"),
+        "{}",
+        d.report(8)
+    );
 }
 
 #[test]
@@ -354,10 +445,22 @@ fn either_output_takes_whole_alternatives_only() {
     let out = &c.outputs[0];
     assert!(compare::compare(out, v).unwrap().passed());
     let (nan, one) = (0x7fc0_0000u64, 0x3f80_0000u64);
-    assert!(compare::compare_values(out, v, &with(v, &[(0, nan), (1, one)])).unwrap().passed(), "the whole alternative");
+    assert!(
+        compare::compare_values(out, v, &with(v, &[(0, nan), (1, one)]))
+            .unwrap()
+            .passed(),
+        "the whole alternative"
+    );
     let mixed = compare::compare_values(out, v, &with(v, &[(0, nan)])).unwrap();
-    assert!(!mixed.passed(), "half of one and half of the other is not allowed");
-    assert!(mixed.report(8).contains("closest: alternative"), "{}", mixed.report(8));
+    assert!(
+        !mixed.passed(),
+        "half of one and half of the other is not allowed"
+    );
+    assert!(
+        mixed.report(8).contains("closest: alternative"),
+        "{}",
+        mixed.report(8)
+    );
 }
 
 // ---- overrides and manifests ----
@@ -377,14 +480,25 @@ fn a_manifest_override_changes_the_mode_and_says_so() {
         reason: "test: fast math".into(),
     });
     a.validate().unwrap();
-    assert_eq!(a.mode_for("policy/add", &c.outputs[0]).compare, Compare::Ulp(1));
-    assert_eq!(a.mode_for("policy/other", &c.outputs[0]).compare, Compare::Exact);
+    assert_eq!(
+        a.mode_for("policy/add", &c.outputs[0]).compare,
+        Compare::Ulp(1)
+    );
+    assert_eq!(
+        a.mode_for("policy/other", &c.outputs[0]).compare,
+        Compare::Exact
+    );
     assert!(compare::check_outputs(&c, "policy/add", &r, &[Some(off.clone())], &a).is_ok());
     let worse = with(v, &[(1, b[1] + 2)]);
     let e = compare::check_outputs(&c, "policy/add", &r, &[Some(worse)], &a).unwrap_err();
-    assert!(e.contains("mode from gpu manifest override: test: fast math"), "{e}");
+    assert!(
+        e.contains("mode from gpu manifest override: test: fast math"),
+        "{e}"
+    );
     assert!(compare::check_outputs(&c, "policy/other", &r, &[Some(off)], &a).is_err());
-    assert!(a.check_names(|n| (n == "policy/add").then(|| vec!["sum".to_string()])).is_ok());
+    assert!(a
+        .check_names(|n| (n == "policy/add").then(|| vec!["sum".to_string()]))
+        .is_ok());
     assert!(a.check_names(|_| None).is_err());
 }
 
@@ -414,7 +528,10 @@ fn manifests_validate() {
     let dup = r#"{"format": "uopkit-xfail/1", "expected_failures": [
         {"case": "a", "backend": "cpu", "reason": "r"}, {"case": "a", "backend": "cpu", "reason": "r"}]}"#;
     assert!(xfail::parse(dup).is_err());
-    assert!(matches!(xfail::load(std::path::Path::new("/nonexistent/xfail.json")), Err(xfail::Error::Read { .. })));
+    assert!(matches!(
+        xfail::load(std::path::Path::new("/nonexistent/xfail.json")),
+        Err(xfail::Error::Read { .. })
+    ));
 }
 
 // ---- expected failures ----
@@ -431,18 +548,35 @@ fn xfail_listed_failing_is_ok_and_listed_passing_is_an_error() {
     assert_eq!(x.judge("reduce/a", "cpu", Err("boom".into())), Ok(()));
     assert_eq!(
         x.outcome("reduce/a", "cpu", Err("boom".into())),
-        Ok(Outcome::ExpectedFailure { reason: "issue 9: split reductions".into(), failure: "boom".into() })
+        Ok(Outcome::ExpectedFailure {
+            reason: "issue 9: split reductions".into(),
+            failure: "boom".into()
+        })
     );
     // listed + passing → error telling to remove the entry
     let e = x.judge("reduce/a", "cpu", Ok(())).unwrap_err();
     assert!(e.contains("listed as an expected failure (issue 9: split reductions) but passed; remove the entry"), "{e}");
     // not listed (other backend, other case) → unchanged
     assert_eq!(x.judge("reduce/a", "oracle", Ok(())), Ok(()));
-    assert_eq!(x.judge("reduce/c", "cpu", Err("real".into())), Err("real".into()));
+    assert_eq!(
+        x.judge("reduce/c", "cpu", Err("real".into())),
+        Err("real".into())
+    );
     // a listed case failing differently is not hidden
-    assert!(x.judge("reduce/b", "cpu", Err("output 'x': 1 of 4 elements differ".into())).is_ok());
-    assert!(x.judge("reduce/b", "cpu", Err("the oracle failed".into())).unwrap_err().contains("failed differently"));
-    assert!(x.check_names(|c| c.starts_with("reduce/"), &["cpu", "oracle"]).is_ok());
+    assert!(x
+        .judge(
+            "reduce/b",
+            "cpu",
+            Err("output 'x': 1 of 4 elements differ".into())
+        )
+        .is_ok());
+    assert!(x
+        .judge("reduce/b", "cpu", Err("the oracle failed".into()))
+        .unwrap_err()
+        .contains("failed differently"));
+    assert!(x
+        .check_names(|c| c.starts_with("reduce/"), &["cpu", "oracle"])
+        .is_ok());
     assert!(x.check_names(|c| c == "reduce/a", &["cpu"]).is_err());
     assert!(Xfail::empty().judge("any", "cpu", Ok(())).is_ok());
 }
@@ -451,14 +585,26 @@ fn xfail_listed_failing_is_ok_and_listed_passing_is_an_error() {
 
 #[test]
 fn modes_have_a_stable_json_spelling() {
-    let base =
-        || Output { name: "o".into(), node: 1, shape: vec![2], expect: json!([1, 2]), compare: Compare::Exact, nan: NanPolicy::Canonical };
+    let base = || Output {
+        name: "o".into(),
+        node: 1,
+        shape: vec![2],
+        expect: json!([1, 2]),
+        compare: Compare::Exact,
+        nan: NanPolicy::Canonical,
+    };
     let cases = [
         (Compare::Exact, json!("exact")),
         (Compare::Ulp(3), json!({"ulp": 3})),
         (Compare::Bounded, json!("bounded")),
-        (Compare::Either(vec![json!([null, "nan"])]), json!({"either": [[null, "nan"]]})),
-        (Compare::EitherOutput(vec![json!([2, 1])]), json!({"either_output": [[2, 1]]})),
+        (
+            Compare::Either(vec![json!([null, "nan"])]),
+            json!({"either": [[null, "nan"]]}),
+        ),
+        (
+            Compare::EitherOutput(vec![json!([2, 1])]),
+            json!({"either_output": [[2, 1]]}),
+        ),
     ];
     for (mode, spelled) in cases {
         let mut o = base();
@@ -468,9 +614,14 @@ fn modes_have_a_stable_json_spelling() {
         let back: Output = serde_json::from_value(v).unwrap();
         assert_eq!(back.compare, mode);
     }
-    let old: Output = serde_json::from_value(json!({"name": "o", "node": 1, "shape": [2], "expect": [1, 2]})).unwrap();
+    let old: Output =
+        serde_json::from_value(json!({"name": "o", "node": 1, "shape": [2], "expect": [1, 2]}))
+            .unwrap();
     assert_eq!(old.compare, Compare::Exact);
-    assert!(serde_json::from_value::<Output>(json!({"name": "o", "node": 1, "shape": [2], "expect": [1, 2], "compare": "fuzzy"})).is_err());
+    assert!(serde_json::from_value::<Output>(
+        json!({"name": "o", "node": 1, "shape": [2], "expect": [1, 2], "compare": "fuzzy"})
+    )
+    .is_err());
 }
 
 // ---- the bound pass over the real corpus ----
@@ -502,10 +653,19 @@ fn bounds_cover_the_whole_corpus() {
         let (strict, roots) = compare::oracle_bounds(&c, &r, &Tolerances::strict()).unwrap();
         for (o, id) in c.outputs.iter().zip(&roots) {
             let nb = strict.get(*id).unwrap();
-            assert!(nb.all_exact(), "{}: output '{}' is not exact under strict tolerances", f.display(), o.name);
+            assert!(
+                nb.all_exact(),
+                "{}: output '{}' is not exact under strict tolerances",
+                f.display(),
+                o.name
+            );
         }
-        let (b, roots) = compare::oracle_bounds(&c, &r, &loose).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
-        widened += roots.iter().filter(|id| !b.get(**id).unwrap().all_exact()).count();
+        let (b, roots) = compare::oracle_bounds(&c, &r, &loose)
+            .unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        widened += roots
+            .iter()
+            .filter(|id| !b.get(**id).unwrap().all_exact())
+            .count();
         // the oracle's own values always pass their bounded comparison
         for (k, (o, id)) in c.outputs.iter().zip(&roots).enumerate() {
             let v = out_value(&c, &r, k);
@@ -514,5 +674,8 @@ fn bounds_cover_the_whole_corpus() {
         }
         ran += 1;
     }
-    assert!(ran > 100 && widened > 20, "{ran} cases, {widened} widened outputs");
+    assert!(
+        ran > 100 && widened > 20,
+        "{ran} cases, {widened} widened outputs"
+    );
 }

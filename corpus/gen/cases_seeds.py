@@ -224,6 +224,18 @@ def gen(C):
     g.output("after_assign", g.after(b, st), [4], [11, 12, 13, 14])
     C.add(grp, "war_reader_sees_old_value", g)
 
+    g = G("one expression reads a buffer before AND after an assign: old + new with new = old*2 is [3,6,9,12] "
+          "(a compiler must read the old version from a copy taken before the store); then a second assign "
+          "reads the first assign's result and the initial contents: (old*2) - old = [1,2,3,4]; hand-derived",
+          ["seed", "war", "assign"])
+    b = g.buffer("int32", 4, data=[1, 2, 3, 4])
+    s1 = g.store(b, g.op("MUL", "int32", b, g.const("int32", 2)))
+    new = g.after(b, s1)
+    g.output("old_plus_new", g.op("ADD", "int32", b, new), [4], [3, 6, 9, 12])
+    s2 = g.store(new, g.op("SUB", "int32", new, b))
+    g.output("second_assign", g.after(new, s2), [4], [1, 2, 3, 4])
+    C.add(grp, "read_before_and_after_assign", g)
+
     g = G("chained assign: s1 = STORE(buf, [1,2,3,4]); a1 = AFTER(buf, s1); s2 = STORE(a1, a1+a1); AFTER(a1, s2) = [2,4,6,8] while a1 itself still reads "
           "the contents after s1 only, [1,2,3,4]; hand-derived", ["seed", "assign", "chain"])
     b = g.buffer("int32", 4, init={"fill": 0})

@@ -41,27 +41,51 @@ struct B {
 
 impl B {
     fn new() -> B {
-        B { g: Graph::new(), inputs: BTreeMap::new(), slot: 0 }
+        B {
+            g: Graph::new(),
+            inputs: BTreeMap::new(),
+            slot: 0,
+        }
     }
 
     fn node(&mut self, op: Op, dtype: DType, src: Vec<NodeId>, arg: Arg) -> NodeId {
-        self.g.add(Node { op, dtype, src, arg })
+        self.g.add(Node {
+            op,
+            dtype,
+            src,
+            arg,
+        })
     }
 
     fn buffer(&mut self, dt: DType, bits: Vec<u64>) -> NodeId {
         self.slot += 1;
-        let arg = Arg::Buffer { slot: self.slot, size: bits.len(), device: DeviceSpec::Single(Device::CPU) };
+        let arg = Arg::Buffer {
+            slot: self.slot,
+            size: bits.len(),
+            device: DeviceSpec::Single(Device::CPU),
+        };
         let id = self.node(Op::BUFFER, dt, vec![], arg);
-        self.inputs.insert(id, vec![bits.into_iter().map(Some).collect()]);
+        self.inputs
+            .insert(id, vec![bits.into_iter().map(Some).collect()]);
         id
     }
 
     fn multi_buffer(&mut self, dt: DType, comps: Vec<Vec<u64>>) -> NodeId {
         self.slot += 1;
         let devs: Vec<Device> = (0..comps.len() as u32).map(Device::cpu).collect();
-        let arg = Arg::Buffer { slot: self.slot, size: comps[0].len(), device: DeviceSpec::Multi(devs) };
+        let arg = Arg::Buffer {
+            slot: self.slot,
+            size: comps[0].len(),
+            device: DeviceSpec::Multi(devs),
+        };
         let id = self.node(Op::BUFFER, dt, vec![], arg);
-        self.inputs.insert(id, comps.into_iter().map(|c| c.into_iter().map(Some).collect()).collect());
+        self.inputs.insert(
+            id,
+            comps
+                .into_iter()
+                .map(|c| c.into_iter().map(Some).collect())
+                .collect(),
+        );
         id
     }
 
@@ -70,7 +94,16 @@ impl B {
     }
 
     fn reduce(&mut self, x: NodeId, dt: DType, op: Op, axes: usize) -> NodeId {
-        self.node(Op::REDUCE, dt, vec![x], Arg::Reduce { op, axes, order: Default::default() })
+        self.node(
+            Op::REDUCE,
+            dt,
+            vec![x],
+            Arg::Reduce {
+                op,
+                axes,
+                order: Default::default(),
+            },
+        )
     }
 
     fn alu(&mut self, op: Op, dt: DType, src: Vec<NodeId>) -> NodeId {
@@ -106,7 +139,11 @@ fn bits_of(v: &Value) -> Vec<Vec<u64>> {
 }
 
 fn reassoc() -> Tolerances {
-    Tolerances { reassociate_reductions: true, reassociate_allreduce: true, ..Tolerances::strict() }
+    Tolerances {
+        reassociate_reductions: true,
+        reassociate_allreduce: true,
+        ..Tolerances::strict()
+    }
 }
 
 /// Whether the float `bits` of `dt` is allowed by `b` (given the oracle's bits).
@@ -136,14 +173,25 @@ fn f32_value(shape: Vec<usize>, xs: &[f32]) -> Value {
 #[test]
 fn sequential_order_replays_the_oracle() {
     let mut rng = Rng(7);
-    for (dt, op) in [(DType::Float32, Op::ADD), (DType::Float32, Op::MUL), (DType::Float16, Op::ADD), (DType::Float32, Op::MAX)] {
-        let xs: Vec<u64> = (0..96).map(|_| round::from_f64(dt, rng.f32(3) as f64)).collect();
+    for (dt, op) in [
+        (DType::Float32, Op::ADD),
+        (DType::Float32, Op::MUL),
+        (DType::Float16, Op::ADD),
+        (DType::Float32, Op::MAX),
+    ] {
+        let xs: Vec<u64> = (0..96)
+            .map(|_| round::from_f64(dt, rng.f32(3) as f64))
+            .collect();
         let mut b = B::new();
         let buf = b.buffer(dt, xs.clone());
         let r = b.reshape(buf, dt, vec![32, 3]);
         let red = b.reduce(r, dt, op, 1);
         let (ev, _) = b.run(&[red], &Tolerances::strict());
-        let x = Value { dtype: dt, shape: vec![32, 3], data: Data::Single(xs.iter().map(|&v| Elem::Bits(v)).collect()) };
+        let x = Value {
+            dtype: dt,
+            shape: vec![32, 3],
+            data: Data::Single(xs.iter().map(|&v| Elem::Bits(v)).collect()),
+        };
         let replay = bounds::reduce_with_order(op, 1, &x, &ReduceOrder::Sequential).unwrap();
         assert_eq!(&replay, ev.value(red).unwrap(), "{dt} {op}");
     }
@@ -168,7 +216,9 @@ fn declared_orders_match_native_float32() {
         assert_eq!(run(ReduceOrder::Split(k)), want.to_bits(), "split {k}");
 
         let c = xs.len().div_ceil(k);
-        let parts: Vec<f32> = (0..k).map(|j| fold(&xs[(j * c).min(1000)..((j + 1) * c).min(1000)])).collect();
+        let parts: Vec<f32> = (0..k)
+            .map(|j| fold(&xs[(j * c).min(1000)..((j + 1) * c).min(1000)]))
+            .collect();
         let want = parts[1..].iter().fold(parts[0], |a, &b| a + b);
         assert_eq!(run(ReduceOrder::Chunks(k)), want.to_bits(), "chunks {k}");
     }
@@ -180,7 +230,11 @@ fn declared_orders_match_native_float32() {
         tree(&s[..m], leaf) + tree(&s[m..], leaf)
     }
     for leaf in [1usize, 2, 8, 100] {
-        assert_eq!(run(ReduceOrder::Tree(leaf)), tree(&xs, leaf).to_bits(), "tree {leaf}");
+        assert_eq!(
+            run(ReduceOrder::Tree(leaf)),
+            tree(&xs, leaf).to_bits(),
+            "tree {leaf}"
+        );
     }
     // The orders really differ from the canonical one on this data (the replay is not trivial).
     assert_ne!(run(ReduceOrder::Split(4)), run(ReduceOrder::Sequential));
@@ -188,8 +242,18 @@ fn declared_orders_match_native_float32() {
 
 #[test]
 fn reduce_order_json_spelling() {
-    let orders: Vec<ReduceOrder> = serde_json::from_str(r#"["sequential", {"split": 4}, {"chunks": 2}, {"tree": 8}]"#).unwrap();
-    assert_eq!(orders, vec![ReduceOrder::Sequential, ReduceOrder::Split(4), ReduceOrder::Chunks(2), ReduceOrder::Tree(8)]);
+    let orders: Vec<ReduceOrder> =
+        serde_json::from_str(r#"["sequential", {"split": 4}, {"chunks": 2}, {"tree": 8}]"#)
+            .unwrap();
+    assert_eq!(
+        orders,
+        vec![
+            ReduceOrder::Sequential,
+            ReduceOrder::Split(4),
+            ReduceOrder::Chunks(2),
+            ReduceOrder::Tree(8)
+        ]
+    );
 }
 
 // ---- strict tolerances ----
@@ -221,25 +285,55 @@ fn strict_tolerances_give_exact_bounds_everywhere() {
 /// the bound; the bound is not absurdly wide.
 #[test]
 fn reassociated_float32_sums_stay_inside_the_bound() {
-    for (seed, n, e) in [(1u64, 10_000usize, 20i32), (2, 3000, 2), (3, 17, 30), (4, 2, 5), (5, 1, 5), (6, 500, 60)] {
+    for (seed, n, e) in [
+        (1u64, 10_000usize, 20i32),
+        (2, 3000, 2),
+        (3, 17, 30),
+        (4, 2, 5),
+        (5, 1, 5),
+        (6, 500, 60),
+    ] {
         let mut rng = Rng(seed);
         let xs: Vec<f32> = (0..n).map(|_| rng.f32(e)).collect();
         let mut b = B::new();
-        let buf = b.buffer(DType::Float32, xs.iter().map(|x| x.to_bits() as u64).collect());
+        let buf = b.buffer(
+            DType::Float32,
+            xs.iter().map(|x| x.to_bits() as u64).collect(),
+        );
         let red = b.reduce(buf, DType::Float32, Op::ADD, 1);
         let (ev, bs) = b.run(&[red], &reassoc());
         let oracle = bits_of(ev.value(red).unwrap())[0][0];
         let bound = bs.get(red).unwrap().comps[0][0];
-        assert!(bs.get(red).unwrap().notes.iter().any(|s| s.starts_with("reassociate_reductions")));
+        assert!(bs
+            .get(red)
+            .unwrap()
+            .notes
+            .iter()
+            .any(|s| s.starts_with("reassociate_reductions")));
         let mut results: Vec<(String, f32)> = vec![];
         results.push(("forward".into(), xs.iter().fold(0.0f32, |a, &b| a + b)));
-        results.push(("reverse".into(), xs.iter().rev().fold(0.0f32, |a, &b| a + b)));
+        results.push((
+            "reverse".into(),
+            xs.iter().rev().fold(0.0f32, |a, &b| a + b),
+        ));
         let mut sorted = xs.clone();
         sorted.sort_by(|a, b| a.abs().total_cmp(&b.abs()));
-        results.push(("ascending magnitude".into(), sorted.iter().fold(0.0f32, |a, &b| a + b)));
-        results.push(("descending magnitude".into(), sorted.iter().rev().fold(0.0f32, |a, &b| a + b)));
+        results.push((
+            "ascending magnitude".into(),
+            sorted.iter().fold(0.0f32, |a, &b| a + b),
+        ));
+        results.push((
+            "descending magnitude".into(),
+            sorted.iter().rev().fold(0.0f32, |a, &b| a + b),
+        ));
         let x = f32_value(vec![n], &xs);
-        for o in [ReduceOrder::Split(2), ReduceOrder::Split(8), ReduceOrder::Chunks(3), ReduceOrder::Tree(1), ReduceOrder::Tree(16)] {
+        for o in [
+            ReduceOrder::Split(2),
+            ReduceOrder::Split(8),
+            ReduceOrder::Chunks(3),
+            ReduceOrder::Tree(1),
+            ReduceOrder::Tree(16),
+        ] {
             let v = bounds::reduce_with_order(Op::ADD, 1, &x, &o).unwrap();
             results.push((format!("{o:?}"), f32::from_bits(bits_of(&v)[0][0] as u32)));
         }
@@ -248,17 +342,28 @@ fn reassociated_float32_sums_stay_inside_the_bound() {
             for i in (1..perm.len()).rev() {
                 perm.swap(i, (rng.next() % (i as u64 + 1)) as usize);
             }
-            results.push((format!("permutation {p}"), perm.iter().fold(0.0f32, |a, &b| a + b)));
+            results.push((
+                format!("permutation {p}"),
+                perm.iter().fold(0.0f32, |a, &b| a + b),
+            ));
         }
         for (name, r) in &results {
-            assert!(inside(DType::Float32, &bound, oracle, r.to_bits() as u64), "seed {seed} n {n}: {name} gives {r:e}, outside {bound:?}");
+            assert!(
+                inside(DType::Float32, &bound, oracle, r.to_bits() as u64),
+                "seed {seed} n {n}: {name} gives {r:e}, outside {bound:?}"
+            );
         }
         if n >= 2 {
             // γ(n−1)·Σ|x|: the bound is within a small factor of the classical one.
             let iv = range(&bound);
             let m: f64 = xs.iter().map(|x| x.abs() as f64).sum();
             let g = (n - 1) as f64 * 2f64.powi(-24);
-            assert!(iv.hi - iv.lo <= 2.0 * g * m * 1.01 + 1e-30, "seed {seed}: width {} vs {}", iv.hi - iv.lo, 2.0 * g * m);
+            assert!(
+                iv.hi - iv.lo <= 2.0 * g * m * 1.01 + 1e-30,
+                "seed {seed}: width {} vs {}",
+                iv.hi - iv.lo,
+                2.0 * g * m
+            );
         }
     }
 }
@@ -268,22 +373,44 @@ fn reassociated_float32_sums_stay_inside_the_bound() {
 fn reassociated_float16_sums_stay_inside_the_bound() {
     let dt = DType::Float16;
     let mut rng = Rng(99);
-    let xs: Vec<u64> = (0..300).map(|_| round::from_f64(dt, rng.f32(6) as f64)).collect();
+    let xs: Vec<u64> = (0..300)
+        .map(|_| round::from_f64(dt, rng.f32(6) as f64))
+        .collect();
     let mut b = B::new();
     let buf = b.buffer(dt, xs.clone());
     let r = b.reshape(buf, dt, vec![100, 3]);
     let red = b.reduce(r, dt, Op::ADD, 1);
     let (ev, bs) = b.run(&[red], &reassoc());
     let oracle = bits_of(ev.value(red).unwrap())[0].clone();
-    let x = Value { dtype: dt, shape: vec![100, 3], data: Data::Single(xs.iter().map(|&v| Elem::Bits(v)).collect()) };
-    let flipped =
-        Value { dtype: dt, shape: vec![100, 3], data: Data::Single((0..300).map(|i| Elem::Bits(xs[(99 - i / 3) * 3 + i % 3])).collect()) };
-    for o in [ReduceOrder::Split(4), ReduceOrder::Chunks(5), ReduceOrder::Tree(1), ReduceOrder::Sequential] {
+    let x = Value {
+        dtype: dt,
+        shape: vec![100, 3],
+        data: Data::Single(xs.iter().map(|&v| Elem::Bits(v)).collect()),
+    };
+    let flipped = Value {
+        dtype: dt,
+        shape: vec![100, 3],
+        data: Data::Single(
+            (0..300)
+                .map(|i| Elem::Bits(xs[(99 - i / 3) * 3 + i % 3]))
+                .collect(),
+        ),
+    };
+    for o in [
+        ReduceOrder::Split(4),
+        ReduceOrder::Chunks(5),
+        ReduceOrder::Tree(1),
+        ReduceOrder::Sequential,
+    ] {
         for v in [&x, &flipped] {
             let got = bits_of(&bounds::reduce_with_order(Op::ADD, 1, v, &o).unwrap())[0].clone();
             for j in 0..3 {
                 let bd = bs.get(red).unwrap().comps[0][j];
-                assert!(inside(dt, &bd, oracle[j], got[j]), "{o:?} column {j}: {:#x} outside {bd:?}", got[j]);
+                assert!(
+                    inside(dt, &bd, oracle[j], got[j]),
+                    "{o:?} column {j}: {:#x} outside {bd:?}",
+                    got[j]
+                );
             }
         }
     }
@@ -294,7 +421,14 @@ fn reassociated_products_and_max() {
     let dt = DType::Float32;
     let mut rng = Rng(5);
     let xs: Vec<f32> = (0..200)
-        .map(|_| (0.5 + (rng.next() % 1000) as f64 / 1000.0) as f32 * if rng.next().is_multiple_of(7) { -1.0 } else { 1.0 })
+        .map(|_| {
+            (0.5 + (rng.next() % 1000) as f64 / 1000.0) as f32
+                * if rng.next().is_multiple_of(7) {
+                    -1.0
+                } else {
+                    1.0
+                }
+        })
         .collect();
     let mut b = B::new();
     let buf = b.buffer(dt, xs.iter().map(|x| x.to_bits() as u64).collect());
@@ -303,8 +437,14 @@ fn reassociated_products_and_max() {
     let (ev, bs) = b.run(&[p, m], &reassoc());
     let po = bits_of(ev.value(p).unwrap())[0][0];
     let pb = bs.get(p).unwrap().comps[0][0];
-    for r in [xs.iter().fold(1.0f32, |a, &b| a * b), xs.iter().rev().fold(1.0f32, |a, &b| a * b)] {
-        assert!(inside(dt, &pb, po, r.to_bits() as u64), "{r:e} outside {pb:?}");
+    for r in [
+        xs.iter().fold(1.0f32, |a, &b| a * b),
+        xs.iter().rev().fold(1.0f32, |a, &b| a * b),
+    ] {
+        assert!(
+            inside(dt, &pb, po, r.to_bits() as u64),
+            "{r:e} outside {pb:?}"
+        );
     }
     // MAX of nonzero numbers: every order gives the same bits.
     assert_eq!(bs.get(m).unwrap().comps[0][0], Bound::Exact);
@@ -319,12 +459,21 @@ fn possible_overflow_or_nan_is_unbounded() {
     let s = b.reduce(buf, dt, Op::ADD, 1);
     let buf2 = b.buffer(dt, vec![1f32.to_bits() as u64, round::canonical_nan(dt)]);
     let s2 = b.reduce(buf2, dt, Op::ADD, 1);
-    let buf3 = b.buffer(dt, vec![1e-30f32.to_bits() as u64, 1e-20f32.to_bits() as u64]);
+    let buf3 = b.buffer(
+        dt,
+        vec![1e-30f32.to_bits() as u64, 1e-20f32.to_bits() as u64],
+    );
     let s3 = b.reduce(buf3, dt, Op::MUL, 1);
     let (_, bs) = b.run(&[s, s2, s3], &reassoc());
-    assert_eq!(bs.get(s).unwrap().comps[0][0], Bound::Unbounded(Why::Overflow));
+    assert_eq!(
+        bs.get(s).unwrap().comps[0][0],
+        Bound::Unbounded(Why::Overflow)
+    );
     assert_eq!(bs.get(s2).unwrap().comps[0][0], Bound::Unbounded(Why::Nan));
-    assert_eq!(bs.get(s3).unwrap().comps[0][0], Bound::Unbounded(Why::Underflow));
+    assert_eq!(
+        bs.get(s3).unwrap().comps[0][0],
+        Bound::Unbounded(Why::Underflow)
+    );
 }
 
 // ---- propagation through elementwise ops ----
@@ -353,7 +502,10 @@ fn bounds_propagate_through_add_mul_cast_neg() {
     let sb = range(&bs.get(s).unwrap().comps[0][0]);
     let yb = bs.get(y).unwrap().comps[0][0];
     let zb = bs.get(z).unwrap().comps[0][0];
-    let (yo, zo) = (bits_of(ev.value(y).unwrap())[0][0], bits_of(ev.value(z).unwrap())[0][0]);
+    let (yo, zo) = (
+        bits_of(ev.value(y).unwrap())[0][0],
+        bits_of(ev.value(z).unwrap())[0][0],
+    );
     let f = |op: Op, dt: DType, xs: &[u64]| scalar::alu(op, dt, xs).unwrap();
     let cb = round::from_f64(dt, 3.25);
     let db = round::from_f64(dt, -0.3);
@@ -362,14 +514,32 @@ fn bounds_propagate_through_add_mul_cast_neg() {
     let mut count = 0;
     while v <= sb.hi {
         let sv = round::from_f64(dt, v);
-        let yv = f(Op::NEG, DType::Float16, &[scalar::cast(dt, DType::Float16, f(Op::MUL, dt, &[f(Op::ADD, dt, &[sv, cb]), db])).unwrap()]);
+        let yv = f(
+            Op::NEG,
+            DType::Float16,
+            &[scalar::cast(
+                dt,
+                DType::Float16,
+                f(Op::MUL, dt, &[f(Op::ADD, dt, &[sv, cb]), db]),
+            )
+            .unwrap()],
+        );
         let zv = f(Op::SUB, dt, &[f(Op::MUL, dt, &[sv, sv]), sv]);
-        assert!(inside(DType::Float16, &yb, yo, yv), "s = {v:e}: y {yv:#x} outside {yb:?}");
-        assert!(inside(dt, &zb, zo, zv), "s = {v:e}: z {zv:#x} outside {zb:?}");
+        assert!(
+            inside(DType::Float16, &yb, yo, yv),
+            "s = {v:e}: y {yv:#x} outside {yb:?}"
+        );
+        assert!(
+            inside(dt, &zb, zo, zv),
+            "s = {v:e}: z {zv:#x} outside {zb:?}"
+        );
         v = round::to_f64(dt, ulp::step(dt, sv, 1));
         count += 1;
     }
-    assert!(count >= 2, "the bound should hold several float32 values, holds {count}");
+    assert!(
+        count >= 2,
+        "the bound should hold several float32 values, holds {count}"
+    );
     // s < 3.25 is decided when the whole bound is on one side
     let lb = bs.get(lt).unwrap().comps[0][0];
     assert!(lb == Bound::Exact || matches!(lb, Bound::Unbounded(Why::Discrete)));
@@ -382,20 +552,37 @@ fn transcendental_budget_is_steps_on_the_line() {
         let mut b = B::new();
         let buf = b.buffer(dt, xs.iter().map(|&x| round::from_f64(dt, x)).collect());
         let e = b.alu(Op::EXP2, dt, vec![buf]);
-        let tol = Tolerances { ulp: [((Op::EXP2, dt), 2)].into_iter().collect(), ..Tolerances::strict() };
+        let tol = Tolerances {
+            ulp: [((Op::EXP2, dt), 2)].into_iter().collect(),
+            ..Tolerances::strict()
+        };
         let (ev, bs) = b.run(&[e], &tol);
         let o = bits_of(ev.value(e).unwrap())[0].clone();
         let nb = bs.get(e).unwrap();
-        assert!(nb.notes.contains(&format!("ulp: EXP2 {dt} within 2 ulp")), "{:?}", nb.notes);
+        assert!(
+            nb.notes.contains(&format!("ulp: EXP2 {dt} within 2 ulp")),
+            "{:?}",
+            nb.notes
+        );
         for (i, &ob) in o.iter().enumerate() {
             let iv = range(&nb.comps[0][i]);
-            assert_eq!(iv.lo, round::to_f64(dt, ulp::step(dt, ob, -2)), "{dt} element {i}");
-            assert_eq!(iv.hi, round::to_f64(dt, ulp::step(dt, ob, 2)), "{dt} element {i}");
+            assert_eq!(
+                iv.lo,
+                round::to_f64(dt, ulp::step(dt, ob, -2)),
+                "{dt} element {i}"
+            );
+            assert_eq!(
+                iv.hi,
+                round::to_f64(dt, ulp::step(dt, ob, 2)),
+                "{dt} element {i}"
+            );
         }
         // Other ops and dtypes are untouched by an EXP2 budget.
         let s = b.alu(Op::SQRT, dt, vec![buf]);
         let (_, bs) = b.run(&[s], &tol);
-        assert!(bs.get(s).unwrap().comps[0][..4].iter().all(|b| *b == Bound::Exact));
+        assert!(bs.get(s).unwrap().comps[0][..4]
+            .iter()
+            .all(|b| *b == Bound::Exact));
     }
 }
 
@@ -429,13 +616,19 @@ fn flushing_subnormals_admits_zero() {
     let buf = b.buffer(dt, vec![tiny.to_bits() as u64, 1.0f32.to_bits() as u64]);
     let k = b.konst(dt, 2.0);
     let m = b.alu(Op::MUL, dt, vec![buf, k]);
-    let flush = Tolerances { flush_subnormals: [dt].into_iter().collect(), ..Tolerances::strict() };
+    let flush = Tolerances {
+        flush_subnormals: [dt].into_iter().collect(),
+        ..Tolerances::strict()
+    };
     let (_, strict) = b.run(&[m], &Tolerances::strict());
     assert!(strict.get(m).unwrap().all_exact());
     let (_, bs) = b.run(&[m], &flush);
     let nb = bs.get(m).unwrap();
     let iv = range(&nb.comps[0][0]);
-    assert!(iv.contains(0.0) && iv.contains(f32::from_bits(6) as f64), "{iv:?}");
+    assert!(
+        iv.contains(0.0) && iv.contains(f32::from_bits(6) as f64),
+        "{iv:?}"
+    );
     assert_eq!(nb.comps[0][1], Bound::Exact, "normal values are untouched");
     assert!(nb.notes.contains("flush_subnormals: float32"));
 }
@@ -456,8 +649,16 @@ fn contraction_admits_the_fused_result() {
     assert_ne!(fused, a * bb - 1.0);
     let (ev, strict) = b.run(&[s], &Tolerances::strict());
     let o = bits_of(ev.value(s).unwrap())[0][0];
-    assert!(!inside(dt, &strict.get(s).unwrap().comps[0][0], o, fused.to_bits() as u64));
-    let tol = Tolerances { contract_mul_add: true, ..Tolerances::strict() };
+    assert!(!inside(
+        dt,
+        &strict.get(s).unwrap().comps[0][0],
+        o,
+        fused.to_bits() as u64
+    ));
+    let tol = Tolerances {
+        contract_mul_add: true,
+        ..Tolerances::strict()
+    };
     let (_, bs) = b.run(&[s], &tol);
     let sb = bs.get(s).unwrap().comps[0][0];
     assert!(inside(dt, &sb, o, fused.to_bits() as u64), "{sb:?}");
@@ -480,18 +681,37 @@ fn bounds_survive_storage() {
     let (_, bs) = b.run(&[after], &reassoc());
     let nb = bs.get(after).unwrap();
     assert_eq!(nb.comps[0][0], bs.get(s).unwrap().comps[0][0]);
-    assert!(nb.notes.iter().any(|n| n.starts_with("reassociate_reductions")));
+    assert!(nb
+        .notes
+        .iter()
+        .any(|n| n.starts_with("reassociate_reductions")));
 }
 
 #[test]
 fn allreduce_orders_stay_inside_the_bound() {
     let dt = DType::Float32;
     let mut rng = Rng(12);
-    let comps: Vec<Vec<f32>> = (0..5).map(|_| (0..8).map(|_| rng.f32(12)).collect()).collect();
+    let comps: Vec<Vec<f32>> = (0..5)
+        .map(|_| (0..8).map(|_| rng.f32(12)).collect())
+        .collect();
     let mut b = B::new();
-    let buf = b.multi_buffer(dt, comps.iter().map(|c| c.iter().map(|x| x.to_bits() as u64).collect()).collect());
+    let buf = b.multi_buffer(
+        dt,
+        comps
+            .iter()
+            .map(|c| c.iter().map(|x| x.to_bits() as u64).collect())
+            .collect(),
+    );
     let devs: Vec<Device> = (0..5).map(Device::cpu).collect();
-    let ar = b.node(Op::ALLREDUCE, dt, vec![buf], Arg::AllReduce { op: Op::ADD, devices: devs });
+    let ar = b.node(
+        Op::ALLREDUCE,
+        dt,
+        vec![buf],
+        Arg::AllReduce {
+            op: Op::ADD,
+            devices: devs,
+        },
+    );
     let (ev, strict) = b.run(&[ar], &Tolerances::strict());
     assert!(strict.get(ar).unwrap().all_exact());
     let (_, bs) = b.run(&[ar], &reassoc());
@@ -501,8 +721,14 @@ fn allreduce_orders_stay_inside_the_bound() {
     for i in 0..8 {
         // a ring allreduce: device d sums starting from component d+1
         for d in 0..5 {
-            let r = (1..=5).map(|k| comps[(d + k) % 5][i]).fold(None, |a: Option<f32>, b| Some(a.map_or(b, |a| a + b))).unwrap();
-            assert!(inside(dt, &nb.comps[d][i], o[d][i], r.to_bits() as u64), "element {i} device {d}");
+            let r = (1..=5)
+                .map(|k| comps[(d + k) % 5][i])
+                .fold(None, |a: Option<f32>, b| Some(a.map_or(b, |a| a + b)))
+                .unwrap();
+            assert!(
+                inside(dt, &nb.comps[d][i], o[d][i], r.to_bits() as u64),
+                "element {i} device {d}"
+            );
         }
     }
 }
@@ -511,7 +737,12 @@ fn allreduce_orders_stay_inside_the_bound() {
 fn integer_reductions_are_exact_under_reassociation() {
     let dt = DType::Int32;
     let mut b = B::new();
-    let buf = b.buffer(dt, (0..100u64).map(|i| (i * 0x9E37_79B9) & 0xffff_ffff).collect());
+    let buf = b.buffer(
+        dt,
+        (0..100u64)
+            .map(|i| (i * 0x9E37_79B9) & 0xffff_ffff)
+            .collect(),
+    );
     let s = b.reduce(buf, dt, Op::ADD, 1);
     let (_, bs) = b.run(&[s], &reassoc());
     assert!(bs.get(s).unwrap().all_exact());
@@ -524,7 +755,14 @@ fn integer_reductions_are_exact_under_reassociation() {
 fn interval_transfer_functions_contain_every_pointwise_result() {
     use bounds::interval;
     let mut rng = Rng(2024);
-    let dts = [DType::Float16, DType::BFloat16, DType::Float32, DType::Float64, DType::Fp8E5M2, DType::Fp8E4M3];
+    let dts = [
+        DType::Float16,
+        DType::BFloat16,
+        DType::Float32,
+        DType::Float64,
+        DType::Fp8E5M2,
+        DType::Fp8E4M3,
+    ];
     let mut checked = 0usize;
     for &dt in &dts {
         for _ in 0..300 {
@@ -534,7 +772,10 @@ fn interval_transfer_functions_contain_every_pointwise_result() {
                 let w = 1 + (rng.next() % 40) as i128;
                 let lo = round::to_f64(dt, ulp::step(dt, c, -w));
                 let hi = round::to_f64(dt, ulp::step(dt, c, (rng.next() % 40) as i128));
-                Iv { lo: lo.min(hi), hi: hi.max(lo) }
+                Iv {
+                    lo: lo.min(hi),
+                    hi: hi.max(lo),
+                }
             };
             let a = pick(&mut rng);
             let b = pick(&mut rng);
@@ -546,8 +787,12 @@ fn interval_transfer_functions_contain_every_pointwise_result() {
                 ulp::from_ordinal(dt, k)
             };
             type Binary = fn(DType, Iv, Iv) -> Result<Iv, Why>;
-            let binaries: [(Op, Binary); 4] =
-                [(Op::ADD, interval::add), (Op::SUB, interval::sub), (Op::MUL, interval::mul), (Op::FDIV, interval::div)];
+            let binaries: [(Op, Binary); 4] = [
+                (Op::ADD, interval::add),
+                (Op::SUB, interval::sub),
+                (Op::MUL, interval::mul),
+                (Op::FDIV, interval::div),
+            ];
             for (op, f) in binaries {
                 let Ok(iv) = f(dt, a, b) else { continue };
                 for _ in 0..20 {
@@ -564,7 +809,11 @@ fn interval_transfer_functions_contain_every_pointwise_result() {
             }
             if let Ok(iv) = interval::mulacc(dt, a, b, c) {
                 for _ in 0..20 {
-                    let (x, y, z) = (sample(&mut rng, a), sample(&mut rng, b), sample(&mut rng, c));
+                    let (x, y, z) = (
+                        sample(&mut rng, a),
+                        sample(&mut rng, b),
+                        sample(&mut rng, c),
+                    );
                     let r = round::to_f64(dt, scalar::alu(Op::MULACC, dt, &[x, y, z]).unwrap());
                     assert!(iv.contains(r), "{dt} MULACC: {r:e} outside {iv:?}");
                     checked += 1;
@@ -583,7 +832,11 @@ fn interval_transfer_functions_contain_every_pointwise_result() {
                 for _ in 0..20 {
                     let x = sample(&mut rng, a);
                     let r = round::to_f64(dt, scalar::alu(op, dt, &[x]).unwrap());
-                    assert!(iv.contains(r), "{dt} {op}({:e}) = {r:e} outside {iv:?} (a {a:?})", round::to_f64(dt, x));
+                    assert!(
+                        iv.contains(r),
+                        "{dt} {op}({:e}) = {r:e} outside {iv:?} (a {a:?})",
+                        round::to_f64(dt, x)
+                    );
                     checked += 1;
                 }
             }

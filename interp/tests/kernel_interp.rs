@@ -7,7 +7,9 @@ use std::time::{Duration, Instant};
 use uopkit_interp::eval::Elem;
 use uopkit_interp::ir::{DType, NodeId, Op};
 use uopkit_interp::kernel::check::check;
-use uopkit_interp::kernel::interp::{run, uninit_buffers, KernelError, Mem, PoisonUse, RunOpts, RunStats, UbMode, WorkItem};
+use uopkit_interp::kernel::interp::{
+    run, uninit_buffers, KernelError, Mem, PoisonUse, RunOpts, RunStats, UbMode, WorkItem,
+};
 use uopkit_interp::kernel::{Inst, InstId, KArg, ParamDecl, Program};
 use uopkit_interp::scalar::cast::wrap_i128;
 use uopkit_interp::scalar::Ub;
@@ -18,7 +20,11 @@ const F32: DType = DType::Float32;
 const BOOL: DType = DType::Bool;
 
 fn param(dtype: DType, size: usize, written: bool) -> ParamDecl {
-    ParamDecl { dtype, size, written }
+    ParamDecl {
+        dtype,
+        size,
+        written,
+    }
 }
 
 fn opts(seed: u64) -> RunOpts {
@@ -26,7 +32,11 @@ fn opts(seed: u64) -> RunOpts {
 }
 
 fn budget(step_budget: u64, seed: u64) -> RunOpts {
-    RunOpts { step_budget, seed, ub: UbMode::Immediate }
+    RunOpts {
+        step_budget,
+        seed,
+        ub: UbMode::Immediate,
+    }
 }
 
 fn k(p: &mut Program, dt: DType, v: i64) -> InstId {
@@ -75,7 +85,9 @@ fn special(p: &mut Program, name: &str, extent: i64) -> InstId {
 }
 
 fn ints(dt: DType, v: &[i64]) -> Vec<Elem> {
-    v.iter().map(|&x| Elem::Bits(wrap_i128(dt, x as i128))).collect()
+    v.iter()
+        .map(|&x| Elem::Bits(wrap_i128(dt, x as i128)))
+        .collect()
 }
 
 fn floats(v: &[f32]) -> Vec<Elem> {
@@ -101,7 +113,10 @@ fn malformed_at(r: Result<RunStats, KernelError>) -> (InstId, Op, String) {
 
 /// out[i] = in[i] for i in 0..n.
 fn copy_kernel(dt: DType, n: i64) -> Program {
-    let mut p = Program::new("copy", vec![param(dt, n as usize, true), param(dt, n as usize, false)]);
+    let mut p = Program::new(
+        "copy",
+        vec![param(dt, n as usize, true), param(dt, n as usize, false)],
+    );
     let (o, i) = (par(&mut p, 0), par(&mut p, 1));
     let n = k(&mut p, I64, n);
     let r = range(&mut p, n, 0);
@@ -120,9 +135,21 @@ fn copy_kernel_copies_and_counts_steps() {
     let mut bufs = vec![ints(I32, &[0; 5]), ints(I32, &[3, -1, 4, -1, 5])];
     let stats = run(&p, &mut bufs, &opts(0)).unwrap();
     assert_eq!(as_i32(&bufs[0]), vec![3, -1, 4, -1, 5]);
-    assert_eq!(as_i32(&bufs[1]), vec![3, -1, 4, -1, 5], "the input is untouched");
+    assert_eq!(
+        as_i32(&bufs[1]),
+        vec![3, -1, 4, -1, 5],
+        "the input is untouched"
+    );
     // PARAM, PARAM, CONST, RANGE once; INDEX, LOAD, INDEX, STORE, END per iteration.
-    assert_eq!(stats, RunStats { steps: 4 + 5 * 5, work_items: 1, workgroups: 1, barriers: 0 });
+    assert_eq!(
+        stats,
+        RunStats {
+            steps: 4 + 5 * 5,
+            work_items: 1,
+            workgroups: 1,
+            barriers: 0
+        }
+    );
 }
 
 #[test]
@@ -132,12 +159,25 @@ fn copy_kernel_carries_poison_from_the_input() {
     bufs[1][0] = Elem::Bits(9);
     run(&p, &mut bufs, &opts(0)).unwrap();
     assert_eq!(bufs[0][0], Elem::Bits(9));
-    assert_eq!(bufs[0][2], Elem::Uninit { buffer: NodeId(1), index: 2 }, "poison is copied, not reported");
+    assert_eq!(
+        bufs[0][2],
+        Elem::Uninit {
+            buffer: NodeId(1),
+            index: 2
+        },
+        "poison is copied, not reported"
+    );
 }
 
 /// out[r] = sum_c in[r*cols + c], with a register accumulator (as the lowering emits it).
 fn row_sum(rows: i64, cols: i64) -> Program {
-    let mut p = Program::new("row_sum", vec![param(F32, rows as usize, true), param(F32, (rows * cols) as usize, false)]);
+    let mut p = Program::new(
+        "row_sum",
+        vec![
+            param(F32, rows as usize, true),
+            param(F32, (rows * cols) as usize, false),
+        ],
+    );
     let (o, i) = (par(&mut p, 0), par(&mut p, 1));
     let nr = k(&mut p, I64, rows);
     let r = range(&mut p, nr, 0);
@@ -197,7 +237,11 @@ fn register_buffers_are_fresh_every_execution() {
     let p = row_sum(2, 0);
     let mut bufs = vec![floats(&[5.0, 5.0]), vec![]];
     run(&p, &mut bufs, &opts(0)).unwrap();
-    assert_eq!(bufs[0], floats(&[0.0, 0.0]), "an empty reduction gives the identity");
+    assert_eq!(
+        bufs[0],
+        floats(&[0.0, 0.0]),
+        "an empty reduction gives the identity"
+    );
 }
 
 /// out[i] = gate(i) ? in[i - 1] : 7 for i in 0..4, in has 3 elements.
@@ -249,7 +293,12 @@ fn gated_load_out_of_range_under_a_true_gate_is_out_of_bounds() {
             item: WorkItem::default(),
         }
     );
-    assert_eq!(e.to_string(), format!("{ld} (LOAD): undefined behaviour: out-of-bounds access (element -1 of param slot 1)"));
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "{ld} (LOAD): undefined behaviour: out-of-bounds access (element -1 of param slot 1)"
+        )
+    );
 }
 
 #[test]
@@ -277,7 +326,12 @@ fn unwritten_register_is_poison_that_reaches_the_output() {
     let mut p = Program::new("poison", vec![param(I32, 4, true)]);
     let o = par(&mut p, 0);
     let reg = p.push(Op::BUFFER, I32, vec![], KArg::Reg(2));
-    let (i0, i1, i2, i3) = (k(&mut p, I64, 0), k(&mut p, I64, 1), k(&mut p, I64, 2), k(&mut p, I64, 3));
+    let (i0, i1, i2, i3) = (
+        k(&mut p, I64, 0),
+        k(&mut p, I64, 1),
+        k(&mut p, I64, 2),
+        k(&mut p, I64, 3),
+    );
     let five = k(&mut p, I32, 5);
     let r0 = index(&mut p, reg, i0);
     store(&mut p, r0, five);
@@ -297,7 +351,10 @@ fn unwritten_register_is_poison_that_reaches_the_output() {
     store(&mut p, at, good);
     let mut bufs = vec![ints(I32, &[0; 4])];
     run(&p, &mut bufs, &opts(0)).unwrap();
-    let origin = Elem::Uninit { buffer: NodeId(reg.0), index: 1 };
+    let origin = Elem::Uninit {
+        buffer: NodeId(reg.0),
+        index: 1,
+    };
     assert_eq!(bufs[0], vec![origin, origin, Elem::Bits(1), Elem::Bits(5)]);
 }
 
@@ -336,21 +393,35 @@ fn poison_as_index_gate_or_loop_bound_is_an_error() {
         check(&p).unwrap();
         let mut bufs = vec![ints(I32, &[0, 0])];
         let e = run(&p, &mut bufs, &opts(0)).unwrap_err();
-        let origin = Elem::Uninit { buffer: NodeId(reg.0), index: 0 };
+        let origin = Elem::Uninit {
+            buffer: NodeId(reg.0),
+            index: 0,
+        };
         match &e {
-            KernelError::Ub { inst, kind: Ub::UninitializedRead, poison: Some((u, o)), .. } => {
+            KernelError::Ub {
+                inst,
+                kind: Ub::UninitializedRead,
+                poison: Some((u, o)),
+                ..
+            } => {
                 assert_eq!((*inst, *u, *o), (user, what, origin), "{e}");
             }
             other => panic!("{what:?}: expected an uninitialized read, got {other:?}"),
         }
-        assert!(e.to_string().contains("read of uninitialized memory"), "{e}");
+        assert!(
+            e.to_string().contains("read of uninitialized memory"),
+            "{e}"
+        );
         assert!(e.to_string().contains("was never written"), "{e}");
     }
 }
 
 #[test]
 fn poisoned_index_under_a_false_gate_is_fine() {
-    let mut p = Program::new("gated_poison", vec![param(I32, 1, true), param(I32, 1, true)]);
+    let mut p = Program::new(
+        "gated_poison",
+        vec![param(I32, 1, true), param(I32, 1, true)],
+    );
     let (o, i) = (par(&mut p, 0), par(&mut p, 1));
     let reg = p.push(Op::BUFFER, I64, vec![], KArg::Reg(1));
     let zero = k(&mut p, I64, 0);
@@ -387,12 +458,17 @@ fn huge_loops_stop_at_the_step_budget_quickly() {
         KernelError::StepBudget { steps, .. } => assert_eq!(steps, 200_000),
         other => panic!("expected the step budget, got {other:?}"),
     }
-    assert!(e_text_names_inst(&run(&p, &mut [ints(I64, &[0])], &budget(10, 0)).unwrap_err()));
+    assert!(e_text_names_inst(
+        &run(&p, &mut [ints(I64, &[0])], &budget(10, 0)).unwrap_err()
+    ));
     // A budget that is just enough: a loop of 3 with the copy kernel needs 4 + 3*5 steps.
     let c = copy_kernel(I32, 3);
     let mut bufs = uninit_buffers(&c);
     assert!(run(&c, &mut bufs, &budget(19, 0)).is_ok());
-    assert!(matches!(run(&c, &mut bufs, &budget(18, 0)), Err(KernelError::StepBudget { steps: 18, .. })));
+    assert!(matches!(
+        run(&c, &mut bufs, &budget(18, 0)),
+        Err(KernelError::StepBudget { steps: 18, .. })
+    ));
 }
 
 fn e_text_names_inst(e: &KernelError) -> bool {
@@ -428,7 +504,14 @@ fn zero_trip_and_nested_loops() {
 
 #[test]
 fn integer_division_by_zero_names_the_instruction() {
-    let mut p = Program::new("div", vec![param(I32, 3, true), param(I32, 3, false), param(I32, 3, false)]);
+    let mut p = Program::new(
+        "div",
+        vec![
+            param(I32, 3, true),
+            param(I32, 3, false),
+            param(I32, 3, false),
+        ],
+    );
     let (o, a, b) = (par(&mut p, 0), par(&mut p, 1), par(&mut p, 2));
     let n = k(&mut p, I64, 3);
     let r = range(&mut p, n, 0);
@@ -438,10 +521,20 @@ fn integer_division_by_zero_names_the_instruction() {
     let to = index(&mut p, o, r);
     store(&mut p, to, q);
     end(&mut p, r);
-    let mut bufs = vec![ints(I32, &[0; 3]), ints(I32, &[7, -7, 1]), ints(I32, &[2, 2, 0])];
+    let mut bufs = vec![
+        ints(I32, &[0; 3]),
+        ints(I32, &[7, -7, 1]),
+        ints(I32, &[2, 2, 0]),
+    ];
     let e = run(&p, &mut bufs, &opts(0)).unwrap_err();
-    assert!(matches!(e, KernelError::Ub { inst, op: Op::CDIV, kind: Ub::DivByZero, .. } if inst == q), "{e:?}");
-    assert_eq!(e.to_string(), format!("{q} (CDIV): undefined behaviour: integer division or modulo by zero"));
+    assert!(
+        matches!(e, KernelError::Ub { inst, op: Op::CDIV, kind: Ub::DivByZero, .. } if inst == q),
+        "{e:?}"
+    );
+    assert_eq!(
+        e.to_string(),
+        format!("{q} (CDIV): undefined behaviour: integer division or modulo by zero")
+    );
     assert_eq!(as_i32(&bufs[0]), vec![3, -3, 0], "C division truncates");
 }
 
@@ -449,7 +542,14 @@ fn integer_division_by_zero_names_the_instruction() {
 /// lowering pads: gated loads give 0 on the padding, the division runs there too (0 // 0),
 /// and a WHERE discards it.
 fn padded_division() -> (Program, InstId, InstId) {
-    let mut p = Program::new("pad_div", vec![param(I32, 4, true), param(I32, 2, false), param(I32, 2, false)]);
+    let mut p = Program::new(
+        "pad_div",
+        vec![
+            param(I32, 4, true),
+            param(I32, 2, false),
+            param(I32, 2, false),
+        ],
+    );
     let (o, a, b) = (par(&mut p, 0), par(&mut p, 1), par(&mut p, 2));
     let n = k(&mut p, I64, 4);
     let r = range(&mut p, n, 0);
@@ -478,10 +578,21 @@ fn deferred_ub_lets_a_where_discard_an_undefined_division() {
     let fresh = || vec![ints(I32, &[9; 4]), ints(I32, &[7, -7]), ints(I32, &[2, 2])];
     // Literally, 0 // 0 on the padding is undefined…
     let e = run(&p, &mut fresh(), &opts(0)).unwrap_err();
-    assert!(matches!(e, KernelError::Ub { inst, kind: Ub::DivByZero, observed: None, .. } if inst == q), "{e:?}");
+    assert!(
+        matches!(e, KernelError::Ub { inst, kind: Ub::DivByZero, observed: None, .. } if inst == q),
+        "{e:?}"
+    );
     // …but its result is never used: under deferred UB the run is fine.
     let mut bufs = fresh();
-    run(&p, &mut bufs, &RunOpts { ub: UbMode::Deferred, ..opts(0) }).unwrap();
+    run(
+        &p,
+        &mut bufs,
+        &RunOpts {
+            ub: UbMode::Deferred,
+            ..opts(0)
+        },
+    )
+    .unwrap();
     assert_eq!(as_i32(&bufs[0]), vec![0, 3, -4, 0]);
 }
 
@@ -490,7 +601,15 @@ fn deferred_ub_is_reported_where_the_result_is_used() {
     // A zero divisor inside the valid region: the division's result is stored.
     let (p, q, st) = padded_division();
     let mut bufs = vec![ints(I32, &[9; 4]), ints(I32, &[7, -7]), ints(I32, &[2, 0])];
-    let e = run(&p, &mut bufs, &RunOpts { ub: UbMode::Deferred, ..opts(0) }).unwrap_err();
+    let e = run(
+        &p,
+        &mut bufs,
+        &RunOpts {
+            ub: UbMode::Deferred,
+            ..opts(0)
+        },
+    )
+    .unwrap_err();
     assert_eq!(
         e,
         KernelError::Ub {
@@ -504,8 +623,16 @@ fn deferred_ub_is_reported_where_the_result_is_used() {
             item: WorkItem::default(),
         }
     );
-    assert!(e.to_string().contains(&format!("its result is used by {st} (STORE)")), "{e}");
-    assert_eq!(as_i32(&bufs[0]), vec![0, 3, 9, 9], "the elements before it were written");
+    assert!(
+        e.to_string()
+            .contains(&format!("its result is used by {st} (STORE)")),
+        "{e}"
+    );
+    assert_eq!(
+        as_i32(&bufs[0]),
+        vec![0, 3, 9, 9],
+        "the elements before it were written"
+    );
     // Used as an index or through arithmetic, the trap is reported too.
     let mut p = Program::new("trap_index", vec![param(I32, 2, true)]);
     let o = par(&mut p, 0);
@@ -514,8 +641,19 @@ fn deferred_ub_is_reported_where_the_result_is_used() {
     let d2 = op(&mut p, Op::ADD, I64, &[d, one]);
     let at = index(&mut p, o, d2);
     let ld = load(&mut p, at);
-    let e = run(&p, &mut [ints(I32, &[0, 0])], &RunOpts { ub: UbMode::Deferred, ..opts(0) }).unwrap_err();
-    assert!(matches!(e, KernelError::Ub { inst, kind: Ub::DivByZero, observed: Some((o, Op::LOAD)), .. } if inst == d && o == ld), "{e:?}");
+    let e = run(
+        &p,
+        &mut [ints(I32, &[0, 0])],
+        &RunOpts {
+            ub: UbMode::Deferred,
+            ..opts(0)
+        },
+    )
+    .unwrap_err();
+    assert!(
+        matches!(e, KernelError::Ub { inst, kind: Ub::DivByZero, observed: Some((o, Op::LOAD)), .. } if inst == d && o == ld),
+        "{e:?}"
+    );
 }
 
 #[test]
@@ -528,14 +666,23 @@ fn float_to_int_cast_out_of_range_is_ub() {
     let at = index(&mut p, o, zero);
     store(&mut p, at, c);
     let e = run(&p, &mut [ints(I32, &[0])], &opts(0)).unwrap_err();
-    assert!(matches!(e, KernelError::Ub { inst, kind: Ub::FloatToIntOutOfRange, .. } if inst == c), "{e:?}");
+    assert!(
+        matches!(e, KernelError::Ub { inst, kind: Ub::FloatToIntOutOfRange, .. } if inst == c),
+        "{e:?}"
+    );
 }
 
 #[test]
 fn buffers_must_match_the_params() {
     let p = copy_kernel(I32, 2);
-    assert!(matches!(run(&p, &mut [ints(I32, &[0, 0])], &opts(0)), Err(KernelError::Args(_))));
-    assert!(matches!(run(&p, &mut [ints(I32, &[0, 0]), ints(I32, &[1])], &opts(0)), Err(KernelError::Args(_))));
+    assert!(matches!(
+        run(&p, &mut [ints(I32, &[0, 0])], &opts(0)),
+        Err(KernelError::Args(_))
+    ));
+    assert!(matches!(
+        run(&p, &mut [ints(I32, &[0, 0]), ints(I32, &[1])], &opts(0)),
+        Err(KernelError::Args(_))
+    ));
 }
 
 // --- malformed programs ---------------------------------------------------------------
@@ -563,7 +710,10 @@ fn loop_local_value_used_after_its_end_is_malformed() {
     let st = store(&mut p, at, twice);
     let (inst, _, reason) = malformed_at(run(&p, &mut [ints(I64, &[0])], &opts(0)));
     assert_eq!(inst, st, "{reason}");
-    assert!(reason.contains(&twice.to_string()) && reason.contains("closed"), "{reason}");
+    assert!(
+        reason.contains(&twice.to_string()) && reason.contains("closed"),
+        "{reason}"
+    );
     // The loop variable itself is loop-local too.
     let mut q = Program::new("bad2", vec![]);
     let n = k(&mut q, I64, 3);
@@ -593,8 +743,18 @@ fn other_malformed_programs_are_errors_not_panics() {
         name: "fwd".into(),
         params: vec![],
         insts: vec![
-            Inst { op: Op::ADD, dtype: I64, src: vec![InstId(1), InstId(1)], arg: KArg::None },
-            Inst { op: Op::CONST, dtype: I64, src: vec![], arg: KArg::Const(1) },
+            Inst {
+                op: Op::ADD,
+                dtype: I64,
+                src: vec![InstId(1), InstId(1)],
+                arg: KArg::None,
+            },
+            Inst {
+                op: Op::CONST,
+                dtype: I64,
+                src: vec![],
+                arg: KArg::Const(1),
+            },
         ],
     };
     assert_eq!(check(&fwd).unwrap_err().inst(), Some(InstId(0)));
@@ -693,7 +853,10 @@ impl Rnd {
 /// on whatever is in scope; sometimes one instruction is then mutated.
 fn random_program(r: &mut Rnd) -> Program {
     let dts = [BOOL, I32, I64, F32];
-    let mut p = Program::new("random", vec![param(I32, 3, true), param(I64, 2, r.below(2) == 0)]);
+    let mut p = Program::new(
+        "random",
+        vec![param(I32, 3, true), param(I64, 2, r.below(2) == 0)],
+    );
     // Values in scope (id, dtype) and buffers in scope, per open loop level.
     let mut vals: Vec<Vec<(InstId, DType)>> = vec![vec![]];
     let mut bufs: Vec<Vec<InstId>> = vec![vec![par(&mut p, 0), par(&mut p, 1)]];
@@ -707,7 +870,8 @@ fn random_program(r: &mut Rnd) -> Program {
     let n = 1 + r.below(30);
     for _ in 0..n {
         let all: Vec<(InstId, DType)> = vals.iter().flatten().copied().collect();
-        let of = |dt: DType| -> Vec<InstId> { all.iter().filter(|v| v.1 == dt).map(|v| v.0).collect() };
+        let of =
+            |dt: DType| -> Vec<InstId> { all.iter().filter(|v| v.1 == dt).map(|v| v.0).collect() };
         let ints: Vec<InstId> = all.iter().filter(|v| v.1.is_int()).map(|v| v.0).collect();
         let bools = of(BOOL);
         let scope = vals.len() - 1;
@@ -715,15 +879,36 @@ fn random_program(r: &mut Rnd) -> Program {
             0 | 1 => {
                 let dt = r.pick(&dts).unwrap();
                 let v = [0i64, 1, 2, -1, 3, 1 << 20][r.below(6) as usize];
-                let c = if dt == F32 { kf(&mut p, v as f32) } else { k(&mut p, dt, v) };
+                let c = if dt == F32 {
+                    kf(&mut p, v as f32)
+                } else {
+                    k(&mut p, dt, v)
+                };
                 vals[scope].push((c, dt));
             }
             2 | 3 => {
-                let Some(&(a, dt)) = all.get(r.below(all.len() as u64) as usize) else { continue };
+                let Some(&(a, dt)) = all.get(r.below(all.len() as u64) as usize) else {
+                    continue;
+                };
                 let same = of(dt);
                 let b = r.pick(&same).unwrap();
-                let o = r.pick(&[Op::ADD, Op::SUB, Op::MUL, Op::MAX, Op::CMPLT, Op::CMPNE, Op::CDIV, Op::CMOD, Op::SHL, Op::AND]).unwrap();
-                if (matches!(o, Op::CDIV | Op::CMOD | Op::SHL) && !dt.is_int()) || (o == Op::AND && dt.is_float()) {
+                let o = r
+                    .pick(&[
+                        Op::ADD,
+                        Op::SUB,
+                        Op::MUL,
+                        Op::MAX,
+                        Op::CMPLT,
+                        Op::CMPNE,
+                        Op::CDIV,
+                        Op::CMOD,
+                        Op::SHL,
+                        Op::AND,
+                    ])
+                    .unwrap();
+                if (matches!(o, Op::CDIV | Op::CMOD | Op::SHL) && !dt.is_int())
+                    || (o == Op::AND && dt.is_float())
+                {
                     continue;
                 }
                 let res = if o.is_comparison() { BOOL } else { dt };
@@ -731,7 +916,9 @@ fn random_program(r: &mut Rnd) -> Program {
                 vals[scope].push((v, res));
             }
             4 => {
-                let Some(&(a, _)) = all.get(r.below(all.len() as u64) as usize) else { continue };
+                let Some(&(a, _)) = all.get(r.below(all.len() as u64) as usize) else {
+                    continue;
+                };
                 let Some(c) = r.pick(&bools) else { continue };
                 let dt = p.inst(a).dtype;
                 let b = r.pick(&of(dt)).unwrap();
@@ -739,7 +926,9 @@ fn random_program(r: &mut Rnd) -> Program {
                 vals[scope].push((v, dt));
             }
             5 => {
-                let Some(&(a, _)) = all.get(r.below(all.len() as u64) as usize) else { continue };
+                let Some(&(a, _)) = all.get(r.below(all.len() as u64) as usize) else {
+                    continue;
+                };
                 let dt = r.pick(&dts).unwrap();
                 let v = p.push(Op::CAST, dt, vec![a], KArg::None);
                 vals[scope].push((v, dt));
@@ -760,10 +949,16 @@ fn random_program(r: &mut Rnd) -> Program {
             }
             8..=10 => {
                 let all_bufs: Vec<InstId> = bufs.iter().flatten().copied().collect();
-                let (Some(b), Some(i)) = (r.pick(&all_bufs), r.pick(&ints)) else { continue };
+                let (Some(b), Some(i)) = (r.pick(&all_bufs), r.pick(&ints)) else {
+                    continue;
+                };
                 let at = index(&mut p, b, i);
                 let dt = p.inst(b).dtype;
-                let gate = if r.below(2) == 0 { r.pick(&bools) } else { None };
+                let gate = if r.below(2) == 0 {
+                    r.pick(&bools)
+                } else {
+                    None
+                };
                 let is_load = r.below(2) == 0;
                 let written = p.inst(b).op != Op::PARAM || p.params[param_slot(&p, b)].written;
                 if is_load || !written {
@@ -780,7 +975,12 @@ fn random_program(r: &mut Rnd) -> Program {
             }
             _ => {
                 if r.below(2) == 0 {
-                    let b = p.push(Op::BUFFER, r.pick(&[I32, I64]).unwrap(), vec![], KArg::Reg(r.below(3) as usize));
+                    let b = p.push(
+                        Op::BUFFER,
+                        r.pick(&[I32, I64]).unwrap(),
+                        vec![],
+                        KArg::Reg(r.below(3) as usize),
+                    );
                     bufs[scope].push(b);
                 } else {
                     p.push(Op::BARRIER, DType::Void, vec![], KArg::None);
@@ -795,12 +995,29 @@ fn random_program(r: &mut Rnd) -> Program {
         let len = p.insts.len() as u64;
         let inst = &mut p.insts[r.below(len) as usize];
         match r.below(4) {
-            0 => inst.dtype = r.pick(&[DType::Void, BOOL, I32, I64, F32, DType::UInt8]).unwrap(),
+            0 => {
+                inst.dtype = r
+                    .pick(&[DType::Void, BOOL, I32, I64, F32, DType::UInt8])
+                    .unwrap()
+            }
             1 => inst.src.push(InstId(r.below(len) as u32)),
             2 => {
                 inst.src.pop();
             }
-            _ => inst.op = r.pick(&[Op::END, Op::INDEX, Op::LOAD, Op::STORE, Op::RANGE, Op::SPECIAL, Op::NEG, Op::COPY]).unwrap(),
+            _ => {
+                inst.op = r
+                    .pick(&[
+                        Op::END,
+                        Op::INDEX,
+                        Op::LOAD,
+                        Op::STORE,
+                        Op::RANGE,
+                        Op::SPECIAL,
+                        Op::NEG,
+                        Op::COPY,
+                    ])
+                    .unwrap()
+            }
         }
     }
     p
@@ -826,8 +1043,16 @@ fn random_programs_never_panic() {
         }
         checked += 1;
         let seed = r.below(1000);
-        let ub = if r.below(2) == 0 { UbMode::Immediate } else { UbMode::Deferred };
-        let o = RunOpts { step_budget: 20_000, seed, ub };
+        let ub = if r.below(2) == 0 {
+            UbMode::Immediate
+        } else {
+            UbMode::Deferred
+        };
+        let o = RunOpts {
+            step_budget: 20_000,
+            seed,
+            ub,
+        };
         let mut a = uninit_buffers(&p);
         let ra = run(&p, &mut a, &o);
         let mut b = uninit_buffers(&p);
@@ -836,7 +1061,10 @@ fn random_programs_never_panic() {
         finished += ra.is_ok() as u32;
     }
     eprintln!("{checked} random programs passed the checks, {finished} ran to the end");
-    assert!(checked > 1000 && finished > 300, "{checked} checked, {finished} finished");
+    assert!(
+        checked > 1000 && finished > 300,
+        "{checked} checked, {finished} finished"
+    );
 }
 
 // ---- raw instruction soup: nothing in it needs to make sense.
@@ -870,7 +1098,9 @@ fn instruction_soup_never_panics() {
         for i in 0..n {
             let op = r.pick(&ops).unwrap();
             let nsrc = r.below(4) as usize;
-            let src = (0..nsrc).map(|_| InstId(r.below(i as u64 + 1) as u32)).collect();
+            let src = (0..nsrc)
+                .map(|_| InstId(r.below(i as u64 + 1) as u32))
+                .collect();
             let arg = match r.below(8) {
                 0 => KArg::Param(r.below(3) as u32),
                 1 => KArg::Reg(r.below(4) as usize),
@@ -880,9 +1110,18 @@ fn instruction_soup_never_panics() {
                 5 => KArg::Special(["lidx0", "gidx0", "idx1", "x"][r.below(4) as usize].into()),
                 _ => KArg::None,
             };
-            insts.push(Inst { op, dtype: r.pick(&dts).unwrap(), src, arg });
+            insts.push(Inst {
+                op,
+                dtype: r.pick(&dts).unwrap(),
+                src,
+                arg,
+            });
         }
-        let p = Program { name: "soup".into(), params, insts };
+        let p = Program {
+            name: "soup".into(),
+            params,
+            insts,
+        };
         if check(&p).is_ok() {
             let mut bufs = uninit_buffers(&p);
             let _ = run(&p, &mut bufs, &budget(10_000, r.below(100)));
@@ -899,7 +1138,11 @@ fn swap_pairs(groups: i64, barrier: bool) -> Program {
     let mut p = Program::new("swap", vec![param(I32, n, true), param(I32, n, false)]);
     let (o, i) = (par(&mut p, 0), par(&mut p, 1));
     let lidx = special(&mut p, "lidx0", 2);
-    let g = if groups > 1 { Some(special(&mut p, "gidx0", groups)) } else { None };
+    let g = if groups > 1 {
+        Some(special(&mut p, "gidx0", groups))
+    } else {
+        None
+    };
     let local = p.push(Op::BUFFER, I32, vec![], KArg::Local(2));
     let flat = match g {
         Some(g) => {
@@ -933,7 +1176,10 @@ fn barrier_makes_local_memory_exchange_deterministic() {
         let mut bufs = vec![ints(I32, &[0, 0]), ints(I32, &[10, 20])];
         let stats = run(&p, &mut bufs, &opts(seed)).unwrap();
         assert_eq!(as_i32(&bufs[0]), vec![20, 10], "seed {seed}");
-        assert_eq!((stats.work_items, stats.workgroups, stats.barriers), (2, 1, 1));
+        assert_eq!(
+            (stats.work_items, stats.workgroups, stats.barriers),
+            (2, 1, 1)
+        );
     }
 }
 
@@ -946,11 +1192,17 @@ fn missing_barrier_shows_as_a_difference_between_seeds() {
         let mut bufs = vec![ints(I32, &[0, 0]), ints(I32, &[10, 20])];
         run(&p, &mut bufs, &opts(seed)).unwrap();
         // The item that runs first reads the other's slot before it is written: poison.
-        let poisoned = bufs[0].iter().filter(|e| matches!(e, Elem::Uninit { .. })).count();
+        let poisoned = bufs[0]
+            .iter()
+            .filter(|e| matches!(e, Elem::Uninit { .. }))
+            .count();
         assert_eq!(poisoned, 1, "seed {seed}: {:?}", bufs[0]);
         results.insert(format!("{:?}", bufs[0]));
     }
-    assert!(results.len() >= 2, "every seed gave the same result: {results:?}");
+    assert!(
+        results.len() >= 2,
+        "every seed gave the same result: {results:?}"
+    );
 }
 
 #[test]
@@ -960,7 +1212,10 @@ fn every_workgroup_has_its_own_local_memory() {
         let mut bufs = vec![ints(I32, &[0; 6]), ints(I32, &[1, 2, 3, 4, 5, 6])];
         let stats = run(&p, &mut bufs, &opts(seed)).unwrap();
         assert_eq!(as_i32(&bufs[0]), vec![2, 1, 4, 3, 6, 5], "seed {seed}");
-        assert_eq!((stats.work_items, stats.workgroups, stats.barriers), (6, 3, 3));
+        assert_eq!(
+            (stats.work_items, stats.workgroups, stats.barriers),
+            (6, 3, 3)
+        );
     }
 }
 
@@ -997,13 +1252,24 @@ fn ub_in_a_work_item_names_it() {
     store(&mut p, to, x);
     let e = run(&p, &mut [ints(I32, &[0; 4]), ints(I32, &[0; 4])], &opts(3)).unwrap_err();
     match &e {
-        KernelError::Ub { inst, kind: Ub::OutOfBounds, index: Some(4), item, .. } => {
+        KernelError::Ub {
+            inst,
+            kind: Ub::OutOfBounds,
+            index: Some(4),
+            item,
+            ..
+        } => {
             assert_eq!(*inst, x);
             assert_eq!(item, &WorkItem(vec![("lidx0".into(), 2)]));
         }
         other => panic!("{other:?}"),
     }
-    assert!(e.to_string().starts_with(&format!("{x} (LOAD) in work item lidx0=2: undefined behaviour")), "{e}");
+    assert!(
+        e.to_string().starts_with(&format!(
+            "{x} (LOAD) in work item lidx0=2: undefined behaviour"
+        )),
+        "{e}"
+    );
 }
 
 #[test]

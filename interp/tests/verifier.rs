@@ -5,11 +5,22 @@ use uopkit_interp::verify::verify;
 use uopkit_interp::Error;
 
 fn add(g: &mut Graph, op: Op, dtype: DType, src: &[NodeId], arg: Arg) -> NodeId {
-    g.add(Node { op, dtype, src: src.to_vec(), arg })
+    g.add(Node {
+        op,
+        dtype,
+        src: src.to_vec(),
+        arg,
+    })
 }
 
 fn buffer(g: &mut Graph, slot: u32, size: usize, dtype: DType, device: DeviceSpec) -> NodeId {
-    add(g, Op::BUFFER, dtype, &[], Arg::Buffer { slot, size, device })
+    add(
+        g,
+        Op::BUFFER,
+        dtype,
+        &[],
+        Arg::Buffer { slot, size, device },
+    )
 }
 
 fn cpu(i: u32) -> DeviceSpec {
@@ -19,9 +30,14 @@ fn cpu(i: u32) -> DeviceSpec {
 /// Asserts that verification fails at `node` with a reason containing `text`.
 fn rejected(g: &Graph, node: NodeId, text: &str) {
     match verify(g) {
-        Err(Error::Verify { node: n, reason, .. }) => {
+        Err(Error::Verify {
+            node: n, reason, ..
+        }) => {
             assert_eq!(n, node, "wrong node for '{reason}'");
-            assert!(reason.contains(text), "reason '{reason}' does not contain '{text}'");
+            assert!(
+                reason.contains(text),
+                "reason '{reason}' does not contain '{text}'"
+            );
         }
         other => panic!("expected a verifier error containing '{text}', got {other:?}"),
     }
@@ -38,9 +54,27 @@ fn wrong_arity() {
 #[test]
 fn bad_movement_args() {
     for (op, arg, text) in [
-        (Op::RESHAPE, Arg::Shape(vec![3, 2]), "changes the number of elements"),
-        (Op::PAD, Arg::Window { offsets: vec![3], sizes: vec![5] }, "does not fit"),
-        (Op::SHRINK, Arg::Window { offsets: vec![2], sizes: vec![3] }, "outside size 4"),
+        (
+            Op::RESHAPE,
+            Arg::Shape(vec![3, 2]),
+            "changes the number of elements",
+        ),
+        (
+            Op::PAD,
+            Arg::Window {
+                offsets: vec![3],
+                sizes: vec![5],
+            },
+            "does not fit",
+        ),
+        (
+            Op::SHRINK,
+            Arg::Window {
+                offsets: vec![2],
+                sizes: vec![3],
+            },
+            "outside size 4",
+        ),
         (Op::PERMUTE, Arg::Perm(vec![1]), "not a permutation"),
         (Op::FLIP, Arg::Flip(vec![true, false]), "one flag per axis"),
         (Op::RESHAPE, Arg::Perm(vec![0]), "bad arg"),
@@ -104,7 +138,16 @@ fn store_targets_must_be_storage() {
 
     let mut g = Graph::new();
     let a = buffer(&mut g, 0, 4, DType::Int32, cpu(0));
-    let padded = add(&mut g, Op::PAD, DType::Int32, &[a], Arg::Window { offsets: vec![1], sizes: vec![5] });
+    let padded = add(
+        &mut g,
+        Op::PAD,
+        DType::Int32,
+        &[a],
+        Arg::Window {
+            offsets: vec![1],
+            sizes: vec![5],
+        },
+    );
     let v = buffer(&mut g, 1, 5, DType::Int32, cpu(0));
     let st = add(&mut g, Op::STORE, DType::Void, &[padded, v], Arg::None);
     rejected(&g, st, "not a view of storage");
@@ -120,7 +163,16 @@ fn multi_device_rules() {
 
     let mut g = Graph::new();
     let m = buffer(&mut g, 0, 4, DType::Int32, DeviceSpec::Multi(devs.clone()));
-    let ar = add(&mut g, Op::ALLREDUCE, DType::Int32, &[m], Arg::AllReduce { op: Op::ADD, devices: vec![Device::cpu(0)] });
+    let ar = add(
+        &mut g,
+        Op::ALLREDUCE,
+        DType::Int32,
+        &[m],
+        Arg::AllReduce {
+            op: Op::ADD,
+            devices: vec![Device::cpu(0)],
+        },
+    );
     rejected(&g, ar, "its source lives on");
 
     let mut g = Graph::new();
@@ -135,7 +187,13 @@ fn multi_device_rules() {
     rejected(&g, neg, "UNSHARD");
 
     let mut g = Graph::new();
-    let bad = buffer(&mut g, 0, 4, DType::Int32, DeviceSpec::Multi(vec![Device::cpu(0), Device::cpu(0)]));
+    let bad = buffer(
+        &mut g,
+        0,
+        4,
+        DType::Int32,
+        DeviceSpec::Multi(vec![Device::cpu(0), Device::cpu(0)]),
+    );
     rejected(&g, bad, "names a device twice");
 }
 
@@ -156,7 +214,13 @@ fn call_body_must_be_a_sink_and_after_deps_effects() {
 fn sizes_are_checked_before_allocation() {
     let mut g = Graph::new();
     let a = buffer(&mut g, 0, 1 << 20, DType::Int32, cpu(0));
-    let huge = add(&mut g, Op::EXPAND, DType::Int32, &[a], Arg::Shape(vec![1 << 20]));
+    let huge = add(
+        &mut g,
+        Op::EXPAND,
+        DType::Int32,
+        &[a],
+        Arg::Shape(vec![1 << 20]),
+    );
     rejected(&g, huge, "more than");
 }
 
@@ -166,8 +230,20 @@ fn unordered_stores_to_one_buffer_are_an_error() {
     let a = buffer(&mut g, 0, 2, DType::Int32, cpu(0));
     let one = add(&mut g, Op::CONST, DType::Int32, &[], Arg::Const(1));
     let two = add(&mut g, Op::CONST, DType::Int32, &[], Arg::Const(2));
-    let one = add(&mut g, Op::EXPAND, DType::Int32, &[one], Arg::Shape(vec![2]));
-    let two = add(&mut g, Op::EXPAND, DType::Int32, &[two], Arg::Shape(vec![2]));
+    let one = add(
+        &mut g,
+        Op::EXPAND,
+        DType::Int32,
+        &[one],
+        Arg::Shape(vec![2]),
+    );
+    let two = add(
+        &mut g,
+        Op::EXPAND,
+        DType::Int32,
+        &[two],
+        Arg::Shape(vec![2]),
+    );
     let s1 = add(&mut g, Op::STORE, DType::Void, &[a, one], Arg::None);
     let s2 = add(&mut g, Op::STORE, DType::Void, &[a, two], Arg::None);
     let after = add(&mut g, Op::AFTER, DType::Int32, &[a, s1, s2], Arg::None);

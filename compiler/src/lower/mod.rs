@@ -363,15 +363,30 @@ impl Lowerer<'_> {
     /// (row-major, so the fold order is the oracle's), acc = op(acc, x). A declared
     /// `split(k)` order keeps k accumulators (element r goes to r mod k) and combines them
     /// left to right, exactly as the oracle replays it.
-    fn reduce(&mut self, n: NodeId, idx: &[NodeId], valid: Option<NodeId>) -> Result<InstId, LowerError> {
+    fn reduce(
+        &mut self,
+        n: NodeId,
+        idx: &[NodeId],
+        valid: Option<NodeId>,
+    ) -> Result<InstId, LowerError> {
         let node = self.g.node(n).clone();
-        let Arg::Reduce { op, axes, ref order } = node.arg else {
+        let Arg::Reduce {
+            op,
+            axes,
+            ref order,
+        } = node.arg
+        else {
             return Err(self.err(n, "REDUCE without an op"));
         };
         let k = match *order {
             ReduceOrder::Sequential => 1,
             ReduceOrder::Split(k) => k.max(1),
-            ref other => return Err(self.err(n, format!("the reduce order {other:?} is not implemented by the lowering"))),
+            ref other => {
+                return Err(self.err(
+                    n,
+                    format!("the reduce order {other:?} is not implemented by the lowering"),
+                ))
+            }
         };
         let in_shape = self.ver.info(node.src[0]).shape.clone();
         let dt = node.dtype;
@@ -381,7 +396,8 @@ impl Lowerer<'_> {
         let init = self.open_loops(&[k]);
         let j = self.emit_index(init[0]);
         let at = self.prog.push(Op::INDEX, dt, vec![acc, j], KArg::None);
-        self.prog.push(Op::STORE, DType::Void, vec![at, identity], KArg::None);
+        self.prog
+            .push(Op::STORE, DType::Void, vec![at, identity], KArg::None);
         self.close_loops(&init);
         // The fold: element r of the reduced axes (row-major) goes to accumulator r mod k.
         let vars = self.open_loops(&in_shape[..axes]);
@@ -399,7 +415,8 @@ impl Lowerer<'_> {
         let at_in = self.prog.push(Op::INDEX, dt, vec![acc, slot], KArg::None);
         let cur = self.prog.push(Op::LOAD, dt, vec![at_in], KArg::None);
         let next = self.prog.push(op, dt, vec![cur, x], KArg::None);
-        self.prog.push(Op::STORE, DType::Void, vec![at_in, next], KArg::None);
+        self.prog
+            .push(Op::STORE, DType::Void, vec![at_in, next], KArg::None);
         self.close_loops(&vars);
         let zero = self.konst(DType::Int64, 0);
         if k == 1 {
@@ -411,7 +428,8 @@ impl Lowerer<'_> {
         let out_at = self.prog.push(Op::INDEX, dt, vec![out, zero], KArg::None);
         let first_at = self.prog.push(Op::INDEX, dt, vec![acc, zero], KArg::None);
         let first = self.prog.push(Op::LOAD, dt, vec![first_at], KArg::None);
-        self.prog.push(Op::STORE, DType::Void, vec![out_at, first], KArg::None);
+        self.prog
+            .push(Op::STORE, DType::Void, vec![out_at, first], KArg::None);
         let rest = self.open_loops(&[k - 1]);
         let one = self.ix.konst(DType::Int64, 1);
         let j = self.ix.add_i(rest[0], one);
@@ -421,7 +439,8 @@ impl Lowerer<'_> {
         let out_in = self.prog.push(Op::INDEX, dt, vec![out, zero], KArg::None);
         let cur = self.prog.push(Op::LOAD, dt, vec![out_in], KArg::None);
         let next = self.prog.push(op, dt, vec![cur, part], KArg::None);
-        self.prog.push(Op::STORE, DType::Void, vec![out_in, next], KArg::None);
+        self.prog
+            .push(Op::STORE, DType::Void, vec![out_in, next], KArg::None);
         self.close_loops(&rest);
         let out_end = self.prog.push(Op::INDEX, dt, vec![out, zero], KArg::None);
         Ok(self.prog.push(Op::LOAD, dt, vec![out_end], KArg::None))

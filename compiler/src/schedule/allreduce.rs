@@ -71,7 +71,9 @@ impl FromStr for AllreduceMode {
             "" | "auto" => Ok(AllreduceMode::Auto),
             "naive" => Ok(AllreduceMode::Naive),
             "ring" => Ok(AllreduceMode::Ring),
-            other => Err(format!("unknown allreduce mode '{other}' (expected naive, ring or auto)")),
+            other => Err(format!(
+                "unknown allreduce mode '{other}' (expected naive, ring or auto)"
+            )),
         }
     }
 }
@@ -79,20 +81,35 @@ impl FromStr for AllreduceMode {
 /// The ring's chunk sizes for `numel` elements on `ndev` devices (tinygrad's rule; they sum
 /// to numel).
 pub fn chunk_sizes(numel: usize, ndev: usize) -> Vec<usize> {
-    let factor = [32, 16, 8, 4, 2].into_iter().find(|f| numel.is_multiple_of(*f)).unwrap_or(1);
+    let factor = [32, 16, 8, 4, 2]
+        .into_iter()
+        .find(|f| numel.is_multiple_of(*f))
+        .unwrap_or(1);
     let units = numel / factor;
     let (base, left) = (units / ndev, units % ndev);
-    (0..ndev).map(|i| (base + usize::from(i < left)) * factor).collect()
+    (0..ndev)
+        .map(|i| (base + usize::from(i < left)) * factor)
+        .collect()
 }
 
 /// A view of `len` elements at `off` of a flat buffer.
 fn shrink(off: usize, len: usize) -> Move {
-    Move { op: Op::SHRINK, arg: Arg::Window { offsets: vec![off], sizes: vec![len] } }
+    Move {
+        op: Op::SHRINK,
+        arg: Arg::Window {
+            offsets: vec![off],
+            sizes: vec![len],
+        },
+    }
 }
 
 /// A flat whole-buffer view of `s`.
 fn flat(s: &Src) -> Src {
-    Src { buffer: s.buffer, tag: s.tag, chain: vec![] }
+    Src {
+        buffer: s.buffer,
+        tag: s.tag,
+        chain: vec![],
+    }
 }
 
 fn load(s: Src) -> Expr {
@@ -110,14 +127,29 @@ impl Planner<'_> {
         let info = self.ver.info(n).clone();
         let ndev = devices.len();
         if self.ncomp(x) != ndev {
-            return Err(err(n, format!("ALLREDUCE over {ndev} devices of a value with {} components", self.ncomp(x))));
+            return Err(err(
+                n,
+                format!(
+                    "ALLREDUCE over {ndev} devices of a value with {} components",
+                    self.ncomp(x)
+                ),
+            ));
         }
-        let ins = (0..ndev).map(|c| self.whole_buffer_c(x, c)).collect::<Result<Vec<_>, _>>()?;
+        let ins = (0..ndev)
+            .map(|c| self.whole_buffer_c(x, c))
+            .collect::<Result<Vec<_>, _>>()?;
         if ndev == 1 {
             return Ok(ins);
         }
         let numel = info.numel();
-        let a = Allreduce { node: n, op, dtype: info.dtype, numel, shape: info.shape.clone(), devices };
+        let a = Allreduce {
+            node: n,
+            op,
+            dtype: info.dtype,
+            numel,
+            shape: info.shape.clone(),
+            devices,
+        };
         Ok(match self.allreduce.resolve(ndev, numel) {
             AllreduceMode::Ring => self.ring(&a, &ins),
             _ => self.naive(&a, &ins),
@@ -132,7 +164,13 @@ impl Planner<'_> {
             let row = ins
                 .iter()
                 .enumerate()
-                .map(|(j, s)| if j == d { flat(s) } else { flat(&self.copy_to(s, dev, a.dtype, a.numel, &[a.numel])) })
+                .map(|(j, s)| {
+                    if j == d {
+                        flat(s)
+                    } else {
+                        flat(&self.copy_to(s, dev, a.dtype, a.numel, &[a.numel]))
+                    }
+                })
                 .collect();
             operands.push(row);
         }
@@ -151,9 +189,16 @@ impl Planner<'_> {
     fn ring(&mut self, a: &Allreduce, ins: &[Src]) -> Vec<Src> {
         let ndev = a.devices.len();
         let sizes = chunk_sizes(a.numel, ndev);
-        let offsets: Vec<usize> = sizes.iter().scan(0, |o, &s| Some(std::mem::replace(o, *o + s))).collect();
+        let offsets: Vec<usize> = sizes
+            .iter()
+            .scan(0, |o, &s| Some(std::mem::replace(o, *o + s)))
+            .collect();
         let chunks: Vec<usize> = (0..ndev).filter(|&i| sizes[i] > 0).collect();
-        let local = |d: usize, i: usize| Src { buffer: ins[d].buffer, tag: ins[d].tag, chain: vec![shrink(offsets[i], sizes[i])] };
+        let local = |d: usize, i: usize| Src {
+            buffer: ins[d].buffer,
+            tag: ins[d].tag,
+            chain: vec![shrink(offsets[i], sizes[i])],
+        };
         // have[d][i]: chunk i on device d (as a whole buffer of sizes[i] elements).
         let mut have: Vec<Vec<Option<Src>>> = vec![vec![None; ndev]; ndev];
         // Chunk i starts on device i.
@@ -177,8 +222,16 @@ impl Planner<'_> {
             for &i in &chunks {
                 let src = (i + ndev - 1 + step) % ndev;
                 let dst = (src + 1) % ndev;
-                let done = have[src][i].clone().expect("chunk is complete on its source device");
-                have[dst][i] = Some(flat(&self.copy_to(&done, a.devices[dst], a.dtype, sizes[i], &[sizes[i]])));
+                let done = have[src][i]
+                    .clone()
+                    .expect("chunk is complete on its source device");
+                have[dst][i] = Some(flat(&self.copy_to(
+                    &done,
+                    a.devices[dst],
+                    a.dtype,
+                    sizes[i],
+                    &[sizes[i]],
+                )));
             }
         }
         // Every device assembles its chunks: one copy kernel per chunk into its window.
@@ -188,19 +241,41 @@ impl Planner<'_> {
             let mut tag = Tag::Initial;
             for &i in &chunks {
                 let part = flat(row[i].as_ref().expect("every chunk reached every device"));
-                tag = self.expr_kernel_over(a.node, a.devices[d], target, tag, vec![shrink(offsets[i], sizes[i])], load(part));
+                tag = self.expr_kernel_over(
+                    a.node,
+                    a.devices[d],
+                    target,
+                    tag,
+                    vec![shrink(offsets[i], sizes[i])],
+                    load(part),
+                );
             }
-            out.push(Src { buffer: target, tag, chain: vec![reshape(&a.shape)] });
+            out.push(Src {
+                buffer: target,
+                tag,
+                chain: vec![reshape(&a.shape)],
+            });
         }
         out
     }
 
     /// A kernel on `device` computing `expr` into a fresh flat buffer of `len` elements; the
     /// result is seen through `chain`.
-    fn fresh(&mut self, a: &Allreduce, device: Device, len: usize, expr: Expr, chain: Vec<Move>) -> Src {
+    fn fresh(
+        &mut self,
+        a: &Allreduce,
+        device: Device,
+        len: usize,
+        expr: Expr,
+        chain: Vec<Move>,
+    ) -> Src {
         let target = self.new_buffer(a.dtype, len, device, BufferKind::Intermediate);
         let tag = self.expr_kernel(a.node, device, target, vec![], expr);
-        Src { buffer: target, tag, chain }
+        Src {
+            buffer: target,
+            tag,
+            chain,
+        }
     }
 }
 
@@ -216,7 +291,11 @@ struct Allreduce {
 
 impl Allreduce {
     fn alu(&self, a: Expr, b: Expr) -> Expr {
-        Expr::Alu { op: self.op, dtype: self.dtype, src: vec![a, b] }
+        Expr::Alu {
+            op: self.op,
+            dtype: self.dtype,
+            src: vec![a, b],
+        }
     }
 }
 
@@ -235,9 +314,18 @@ mod tests {
 
     #[test]
     fn auto_follows_tinygrad_defaults() {
-        assert_eq!(AllreduceMode::Auto.resolve(2, 1 << 20), AllreduceMode::Naive);
-        assert_eq!(AllreduceMode::Auto.resolve(4, RING_THRESHOLD), AllreduceMode::Naive);
-        assert_eq!(AllreduceMode::Auto.resolve(4, RING_THRESHOLD + 1), AllreduceMode::Ring);
+        assert_eq!(
+            AllreduceMode::Auto.resolve(2, 1 << 20),
+            AllreduceMode::Naive
+        );
+        assert_eq!(
+            AllreduceMode::Auto.resolve(4, RING_THRESHOLD),
+            AllreduceMode::Naive
+        );
+        assert_eq!(
+            AllreduceMode::Auto.resolve(4, RING_THRESHOLD + 1),
+            AllreduceMode::Ring
+        );
         assert_eq!(AllreduceMode::Ring.resolve(2, 4), AllreduceMode::Ring);
         assert_eq!("RING".parse::<AllreduceMode>(), Ok(AllreduceMode::Ring));
         assert!("fast".parse::<AllreduceMode>().is_err());

@@ -12,7 +12,11 @@ pub fn plan(buffers: &mut [BufferDecl], steps: &[&PlannedStep], keep: &BTreeSet<
     let n = buffers.len();
     let (mut first, mut last) = (vec![usize::MAX; n], vec![0usize; n]);
     for (i, s) in steps.iter().enumerate() {
-        let touched = s.reads.iter().map(|r| r.0).chain(std::iter::once(s.write.0));
+        let touched = s
+            .reads
+            .iter()
+            .map(|r| r.0)
+            .chain(std::iter::once(s.write.0));
         for b in touched {
             let b = b.0 as usize;
             first[b] = first[b].min(i);
@@ -25,10 +29,15 @@ pub fn plan(buffers: &mut [BufferDecl], steps: &[&PlannedStep], keep: &BTreeSet<
     let mut order: Vec<usize> = (0..n).collect();
     order.sort_by_key(|&b| (first[b], b));
     for b in order {
-        let shareable = buffers[b].kind == BufferKind::Intermediate && !keep.contains(&BufId(b as u32)) && first[b] != usize::MAX;
+        let shareable = buffers[b].kind == BufferKind::Intermediate
+            && !keep.contains(&BufId(b as u32))
+            && first[b] != usize::MAX;
         let bytes = buffers[b].size * buffers[b].dtype.itemsize();
         if shareable {
-            if let Some(slot) = pool.iter_mut().find(|(_, d, _, busy)| *d == buffers[b].device && *busy < first[b]) {
+            if let Some(slot) = pool
+                .iter_mut()
+                .find(|(_, d, _, busy)| *d == buffers[b].device && *busy < first[b])
+            {
                 slot.2 = slot.2.max(bytes);
                 slot.3 = last[b];
                 buffers[b].storage = slot.0;

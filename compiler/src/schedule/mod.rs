@@ -92,11 +92,17 @@ pub struct Schedule {
 
 impl Schedule {
     pub fn copies(&self) -> usize {
-        self.steps.iter().filter(|s| matches!(s, Step::Copy { .. })).count()
+        self.steps
+            .iter()
+            .filter(|s| matches!(s, Step::Copy { .. }))
+            .count()
     }
 
     pub fn kernels(&self) -> usize {
-        self.steps.iter().filter(|s| matches!(s, Step::Kernel { .. })).count()
+        self.steps
+            .iter()
+            .filter(|s| matches!(s, Step::Kernel { .. }))
+            .count()
     }
 
     /// (destination device, source device) of every COPY step, in order.
@@ -104,7 +110,10 @@ impl Schedule {
         self.steps
             .iter()
             .filter_map(|s| match s {
-                Step::Copy { dst, src } => Some((self.buffers[dst.0 as usize].device, self.buffers[src.0 as usize].device)),
+                Step::Copy { dst, src } => Some((
+                    self.buffers[dst.0 as usize].device,
+                    self.buffers[src.0 as usize].device,
+                )),
                 _ => None,
             })
             .collect()
@@ -116,12 +125,17 @@ impl Schedule {
         for s in &self.steps {
             let written: Vec<BufId> = match s {
                 Step::Copy { dst, .. } => vec![*dst],
-                Step::Kernel { program, args, .. } => {
-                    args.iter().zip(&program.params).filter(|(_, p)| p.written).map(|(b, _)| *b).collect()
-                }
+                Step::Kernel { program, args, .. } => args
+                    .iter()
+                    .zip(&program.params)
+                    .filter(|(_, p)| p.written)
+                    .map(|(b, _)| *b)
+                    .collect(),
             };
             for b in written {
-                if let BufferKind::Graph(n) | BufferKind::GraphComponent(n, _) = self.buffers[b.0 as usize].kind {
+                if let BufferKind::Graph(n) | BufferKind::GraphComponent(n, _) =
+                    self.buffers[b.0 as usize].kind
+                {
                     if !out.contains(&n) {
                         out.push(n);
                     }
@@ -143,15 +157,32 @@ impl fmt::Display for Schedule {
                 BufferKind::GraphComponent(n, c) => format!("graph {n} component {c}"),
                 BufferKind::Intermediate => "intermediate".to_string(),
             };
-            writeln!(f, "  b{i}: {}[{}] on {} ({kind}, storage s{})", b.dtype, b.size, b.device, b.storage)?;
+            writeln!(
+                f,
+                "  b{i}: {}[{}] on {} ({kind}, storage s{})",
+                b.dtype, b.size, b.device, b.storage
+            )?;
         }
         writeln!(f, "steps:")?;
         for (i, s) in self.steps.iter().enumerate() {
             match s {
-                Step::Kernel { device, program, args, .. } => {
-                    let args: Vec<String> =
-                        args.iter().zip(&program.params).map(|(b, p)| format!("{b}{}", if p.written { "(w)" } else { "" })).collect();
-                    writeln!(f, "  {i}: kernel {} on {device} ({})", program.name, args.join(", "))?;
+                Step::Kernel {
+                    device,
+                    program,
+                    args,
+                    ..
+                } => {
+                    let args: Vec<String> = args
+                        .iter()
+                        .zip(&program.params)
+                        .map(|(b, p)| format!("{b}{}", if p.written { "(w)" } else { "" }))
+                        .collect();
+                    writeln!(
+                        f,
+                        "  {i}: kernel {} on {device} ({})",
+                        program.name,
+                        args.join(", ")
+                    )?;
                 }
                 Step::Copy { dst, src } => writeln!(
                     f,
@@ -163,11 +194,22 @@ impl fmt::Display for Schedule {
         writeln!(f, "outputs:")?;
         for (i, o) in self.outputs.iter().enumerate() {
             match o {
-                Some(OutputView { components: Some(cs), .. }) => {
-                    let parts: Vec<String> = cs.iter().map(|(b, ch)| format!("{b} via {}", ch.len())).collect();
+                Some(OutputView {
+                    components: Some(cs),
+                    ..
+                }) => {
+                    let parts: Vec<String> = cs
+                        .iter()
+                        .map(|(b, ch)| format!("{b} via {}", ch.len()))
+                        .collect();
                     writeln!(f, "  {i}: per device [{}] movement op(s)", parts.join(", "))?
                 }
-                Some(o) => writeln!(f, "  {i}: {} via {} movement op(s)", o.buffer, o.chain.len())?,
+                Some(o) => writeln!(
+                    f,
+                    "  {i}: {} via {} movement op(s)",
+                    o.buffer,
+                    o.chain.len()
+                )?,
                 None => writeln!(f, "  {i}: effect")?,
             }
         }
@@ -205,7 +247,9 @@ impl ScheduleOpts {
     /// The options the environment asks for (see [`ScheduleOpts::ALLREDUCE_ENV`]).
     pub fn from_env() -> Result<ScheduleOpts, String> {
         let allreduce = match std::env::var(Self::ALLREDUCE_ENV) {
-            Ok(v) => v.parse().map_err(|e| format!("{}: {e}", Self::ALLREDUCE_ENV))?,
+            Ok(v) => v
+                .parse()
+                .map_err(|e| format!("{}: {e}", Self::ALLREDUCE_ENV))?,
             Err(std::env::VarError::NotPresent) => AllreduceMode::Auto,
             Err(e) => return Err(format!("{}: {e}", Self::ALLREDUCE_ENV)),
         };
@@ -214,7 +258,11 @@ impl ScheduleOpts {
 }
 
 /// Schedules everything `roots` need with the default passes (see [`schedule_with`]).
-pub fn schedule(g: &uopkit_interp::ir::Graph, ver: &uopkit_interp::verify::Verified, roots: &[NodeId]) -> Result<Schedule, ScheduleError> {
+pub fn schedule(
+    g: &uopkit_interp::ir::Graph,
+    ver: &uopkit_interp::verify::Verified,
+    roots: &[NodeId],
+) -> Result<Schedule, ScheduleError> {
     schedule_with(g, ver, roots, &default_passes())
 }
 
@@ -236,7 +284,10 @@ pub fn schedule_with(
     roots: &[NodeId],
     passes: &[crate::rewrite::RuleSet],
 ) -> Result<Schedule, ScheduleError> {
-    let opts = ScheduleOpts::from_env().map_err(|reason| ScheduleError { node: roots.first().copied().unwrap_or(NodeId(0)), reason })?;
+    let opts = ScheduleOpts::from_env().map_err(|reason| ScheduleError {
+        node: roots.first().copied().unwrap_or(NodeId(0)),
+        reason,
+    })?;
     schedule_with_opts(g, ver, roots, passes, &opts)
 }
 
@@ -280,11 +331,19 @@ pub fn schedule_with_opts(
         let mut views = vec![];
         for src in comps {
             let is_final = finals.get(&src.buffer).is_none_or(|t| *t == src.tag);
-            let src = if is_final { src.clone() } else { p.snapshot(r, src.clone()) };
+            let src = if is_final {
+                src.clone()
+            } else {
+                p.snapshot(r, src.clone())
+            };
             views.push((src.buffer, src.chain));
         }
         let (buffer, chain) = views[0].clone();
-        out_views.push(Some(OutputView { buffer, chain, components: multi.then_some(views) }));
+        out_views.push(Some(OutputView {
+            buffer,
+            chain,
+            components: multi.then_some(views),
+        }));
     }
     let run_order = order::order(&p.steps)?;
     let mut buffers = p.buffers.clone();
@@ -305,13 +364,30 @@ pub fn schedule_with_opts(
     let mut steps = vec![];
     for (k, s) in ordered.iter().enumerate() {
         steps.push(match &s.what {
-            Planned::Copy { dst, src } => Step::Copy { dst: *dst, src: *src },
+            Planned::Copy { dst, src } => Step::Copy {
+                dst: *dst,
+                src: *src,
+            },
             Planned::Kernel(spec) => {
-                let (program, args) = crate::lower::lower(&format!("k{k}"), spec, &buffers, g, ver, passes)
-                    .map_err(|e| ScheduleError { node: e.node, reason: e.reason })?;
-                Step::Kernel { device: spec.device, program, args, value: spec.expr.is_none().then_some(spec.value) }
+                let (program, args) =
+                    crate::lower::lower(&format!("k{k}"), spec, &buffers, g, ver, passes).map_err(
+                        |e| ScheduleError {
+                            node: e.node,
+                            reason: e.reason,
+                        },
+                    )?;
+                Step::Kernel {
+                    device: spec.device,
+                    program,
+                    args,
+                    value: spec.expr.is_none().then_some(spec.value),
+                }
             }
         });
     }
-    Ok(Schedule { buffers, steps, outputs: out_views })
+    Ok(Schedule {
+        buffers,
+        steps,
+        outputs: out_views,
+    })
 }

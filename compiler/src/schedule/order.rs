@@ -49,7 +49,10 @@ pub fn order(steps: &[PlannedStep]) -> Result<Vec<usize>, ScheduleError> {
             succ[a].push(b);
         }
     }
-    let mut ready: BinaryHeap<Reverse<usize>> = (0..steps.len()).filter(|&i| indegree[i] == 0).map(Reverse).collect();
+    let mut ready: BinaryHeap<Reverse<usize>> = (0..steps.len())
+        .filter(|&i| indegree[i] == 0)
+        .map(Reverse)
+        .collect();
     let mut out = Vec::with_capacity(steps.len());
     while let Some(Reverse(i)) = ready.pop() {
         out.push(i);

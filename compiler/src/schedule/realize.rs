@@ -59,7 +59,11 @@ pub enum Expr {
     /// The element of a buffer view (0 where the view pads).
     Load(Src),
     /// An ALU op on sub-expressions; `dtype` is the result's.
-    Alu { op: Op, dtype: DType, src: Vec<Expr> },
+    Alu {
+        op: Op,
+        dtype: DType,
+        src: Vec<Expr>,
+    },
 }
 
 impl Expr {
@@ -117,10 +121,15 @@ pub struct Planner<'a> {
     done_stores: BTreeMap<NodeId, ()>,
     /// How ALLREDUCE is lowered.
     pub allreduce: AllreduceMode,
+    /// Copies of old buffer versions taken for steps that also see a newer one.
+    snapshots: BTreeMap<(NodeId, BufId, Tag), Src>,
 }
 
 pub(super) fn err(node: NodeId, reason: impl Into<String>) -> ScheduleError {
-    ScheduleError { node, reason: reason.into() }
+    ScheduleError {
+        node,
+        reason: reason.into(),
+    }
 }
 
 impl<'a> Planner<'a> {
@@ -138,6 +147,7 @@ impl<'a> Planner<'a> {
             values_on: BTreeMap::new(),
             done_stores: BTreeMap::new(),
             allreduce: AllreduceMode::Auto,
+            snapshots: BTreeMap::new(),
         })
     }
 
@@ -170,15 +180,30 @@ impl<'a> Planner<'a> {
         match &self.ver.info(n).device {
             None => Ok(Device::CPU),
             Some(DeviceSpec::Single(d)) => Ok(*d),
-            Some(DeviceSpec::Multi(ds)) => {
-                ds.get(c).copied().ok_or_else(|| err(n, format!("component {c} of a value on {} devices", ds.len())))
-            }
+            Some(DeviceSpec::Multi(ds)) => ds.get(c).copied().ok_or_else(|| {
+                err(
+                    n,
+                    format!("component {c} of a value on {} devices", ds.len()),
+                )
+            }),
         }
     }
 
-    pub(super) fn new_buffer(&mut self, dtype: DType, size: usize, device: Device, kind: BufferKind) -> BufId {
+    pub(super) fn new_buffer(
+        &mut self,
+        dtype: DType,
+        size: usize,
+        device: Device,
+        kind: BufferKind,
+    ) -> BufId {
         let id = BufId(self.buffers.len() as u32);
-        self.buffers.push(BufferDecl { dtype, size, device, kind, storage: id.0 });
+        self.buffers.push(BufferDecl {
+            dtype,
+            size,
+            device,
+            kind,
+            storage: id.0,
+        });
         id
     }
 
@@ -189,7 +214,11 @@ impl<'a> Planner<'a> {
         }
         let info = self.ver.info(node);
         let device = self.device_of(node, c)?;
-        let kind = if self.is_multi(node) { BufferKind::GraphComponent(node, c) } else { BufferKind::Graph(node) };
+        let kind = if self.is_multi(node) {
+            BufferKind::GraphComponent(node, c)
+        } else {
+            BufferKind::Graph(node)
+        };
         let b = self.new_buffer(info.dtype, info.shape[0], device, kind);
         self.graph_buf.insert((node, c), b);
         Ok(b)
@@ -219,7 +248,11 @@ impl<'a> Planner<'a> {
         }
         let node = self.g.node(n).clone();
         let src = match node.op {
-            Op::BUFFER => Src { buffer: self.graph_buffer(n, c)?, tag: Tag::Initial, chain: vec![] },
+            Op::BUFFER => Src {
+                buffer: self.graph_buffer(n, c)?,
+                tag: Tag::Initial,
+                chain: vec![],
+            },
             Op::AFTER => {
                 self.run_effects(&node.src[1..])?;
                 match storage_view(self.g, node.src[0]) {
@@ -230,7 +263,11 @@ impl<'a> Planner<'a> {
                         let (buf, version, chain) = self.versions.root(n)?.clone();
                         let buffer = self.graph_buffer(buf, c)?;
                         let tag = version.map_or(Tag::Initial, Tag::Store);
-                        Src { buffer, tag, chain: chain.iter().map(|&m| self.move_of(m)).collect() }
+                        Src {
+                            buffer,
+                            tag,
+                            chain: chain.iter().map(|&m| self.move_of(m)).collect(),
+                        }
                     }
                     None => self.value_c(node.src[0], c)?,
                 }
@@ -244,7 +281,10 @@ impl<'a> Planner<'a> {
                 self.value_c(node.src[0], i)?
             }
             Op::MSTACK => {
-                let s = *node.src.get(c).ok_or_else(|| err(n, format!("MSTACK has no source {c}")))?;
+                let s = *node
+                    .src
+                    .get(c)
+                    .ok_or_else(|| err(n, format!("MSTACK has no source {c}")))?;
                 self.value_c(s, 0)?
             }
             Op::UNSHARD => {
@@ -257,7 +297,10 @@ impl<'a> Planner<'a> {
                 for (k, s) in comps.iter().enumerate() {
                     self.values.insert((n, k), s.clone());
                 }
-                comps.get(c).cloned().ok_or_else(|| err(n, format!("ALLREDUCE has no component {c}")))?
+                comps
+                    .get(c)
+                    .cloned()
+                    .ok_or_else(|| err(n, format!("ALLREDUCE has no component {c}")))?
             }
             op if op.is_movement() && self.is_storage_view(n) => {
                 let mut s = self.value_c(node.src[0], c)?;
@@ -290,10 +333,29 @@ impl<'a> Planner<'a> {
     }
 
     /// Plans a COPY of the whole buffer `from` into a fresh buffer on `to`, seen as `shape`.
-    pub(super) fn copy_to(&mut self, from: &Src, to: Device, dtype: DType, numel: usize, shape: &[usize]) -> Src {
+    pub(super) fn copy_to(
+        &mut self,
+        from: &Src,
+        to: Device,
+        dtype: DType,
+        numel: usize,
+        shape: &[usize],
+    ) -> Src {
         let dst = self.new_buffer(dtype, numel, to, BufferKind::Intermediate);
-        let made = self.push(Planned::Copy { dst, src: from.buffer }, vec![(from.buffer, from.tag)], dst, Tag::Initial);
-        Src { buffer: dst, tag: made, chain: vec![reshape(shape)] }
+        let made = self.push(
+            Planned::Copy {
+                dst,
+                src: from.buffer,
+            },
+            vec![(from.buffer, from.tag)],
+            dst,
+            Tag::Initial,
+        );
+        Src {
+            buffer: dst,
+            tag: made,
+            chain: vec![reshape(shape)],
+        }
     }
 
     /// The logical value of `u` = UNSHARD(x, axis) on device `to`: every shard that is not on
@@ -321,15 +383,39 @@ impl<'a> Planner<'a> {
         for (c, part) in parts.into_iter().enumerate() {
             let mut offsets = vec![0; shard.shape.len()];
             offsets[axis] = c * shard.shape[axis];
-            let window = Move { op: Op::SHRINK, arg: Arg::Window { offsets, sizes: shard.shape.clone() } };
-            tag = self.expr_kernel_over(u, to, target, tag, vec![reshape(&full.shape), window], Expr::Load(part));
+            let window = Move {
+                op: Op::SHRINK,
+                arg: Arg::Window {
+                    offsets,
+                    sizes: shard.shape.clone(),
+                },
+            };
+            tag = self.expr_kernel_over(
+                u,
+                to,
+                target,
+                tag,
+                vec![reshape(&full.shape), window],
+                Expr::Load(part),
+            );
         }
-        Ok(Src { buffer: target, tag, chain: vec![reshape(&full.shape)] })
+        Ok(Src {
+            buffer: target,
+            tag,
+            chain: vec![reshape(&full.shape)],
+        })
     }
 
     /// Plans a kernel on `device` storing `expr` into the fresh buffer `target` (seen through
     /// `chain`); `value` is the graph node it serves.
-    pub(super) fn expr_kernel(&mut self, value: NodeId, device: Device, target: BufId, chain: Vec<Move>, expr: Expr) -> Tag {
+    pub(super) fn expr_kernel(
+        &mut self,
+        value: NodeId,
+        device: Device,
+        target: BufId,
+        chain: Vec<Move>,
+        expr: Expr,
+    ) -> Tag {
         self.expr_kernel_over(value, device, target, Tag::Initial, chain, expr)
     }
 
@@ -347,7 +433,14 @@ impl<'a> Planner<'a> {
         let mut reads: Vec<(BufId, Tag)> = expr.loads().iter().map(|s| (s.buffer, s.tag)).collect();
         reads.sort();
         reads.dedup();
-        let spec = KernelSpec { device, target, target_chain: chain, value, leaves: BTreeMap::new(), expr: Some(expr) };
+        let spec = KernelSpec {
+            device,
+            target,
+            target_chain: chain,
+            value,
+            leaves: BTreeMap::new(),
+            expr: Some(expr),
+        };
         self.push(Planned::Kernel(spec), reads, target, prev)
     }
 
@@ -358,7 +451,10 @@ impl<'a> Planner<'a> {
 
     fn move_of(&self, m: NodeId) -> Move {
         let node = self.g.node(m);
-        Move { op: node.op, arg: node.arg.clone() }
+        Move {
+            op: node.op,
+            arg: node.arg.clone(),
+        }
     }
 
     /// The value of `n` as one whole flat buffer (for COPY, which copies whole buffers).
@@ -375,7 +471,11 @@ impl<'a> Planner<'a> {
         let s = self.value_c(n, c)?;
         let size = self.buffers[s.buffer.0 as usize].size;
         let only_reshapes = s.chain.iter().all(|m| m.op == Op::RESHAPE);
-        let s = if only_reshapes && size == self.ver.info(n).numel() { s } else { self.materialize_c(n, c)? };
+        let s = if only_reshapes && size == self.ver.info(n).numel() {
+            s
+        } else {
+            self.materialize_c(n, c)?
+        };
         self.wholes.insert((n, c), s.clone());
         Ok(s)
     }
@@ -416,18 +516,30 @@ impl<'a> Planner<'a> {
     }
 
     /// A kernel on `device` computing component `c` of `n` into a fresh buffer.
-    fn materialize_on(&mut self, n: NodeId, c: usize, device: Device) -> Result<Src, ScheduleError> {
+    fn materialize_on(
+        &mut self,
+        n: NodeId,
+        c: usize,
+        device: Device,
+    ) -> Result<Src, ScheduleError> {
         let info = self.ver.info(n).clone();
         if info.dtype == DType::Void {
             return Err(err(n, "an effect has no value to materialize"));
         }
         if self.g.node(n).op == Op::UNSHARD {
-            return Err(err(n, "an UNSHARD value is only read by a COPY to one device or as an output"));
+            return Err(err(
+                n,
+                "an UNSHARD value is only read by a COPY to one device or as an output",
+            ));
         }
         let target = self.new_buffer(info.dtype, info.numel(), device, BufferKind::Intermediate);
         let chain = vec![reshape(&info.shape)];
         let made = self.kernel(n, c, device, target, Tag::Initial, chain.clone())?;
-        Ok(Src { buffer: target, tag: made, chain })
+        Ok(Src {
+            buffer: target,
+            tag: made,
+            chain,
+        })
     }
 
     /// Copies `src` (the value of `n`, a version that a later step overwrites) into a fresh
@@ -438,9 +550,20 @@ impl<'a> Planner<'a> {
         let target = self.new_buffer(info.dtype, info.numel(), device, BufferKind::Intermediate);
         let chain = vec![reshape(&info.shape)];
         let reads = vec![(src.buffer, src.tag)];
-        let spec = KernelSpec { device, target, target_chain: chain.clone(), value: n, leaves: BTreeMap::from([(n, src)]), expr: None };
+        let spec = KernelSpec {
+            device,
+            target,
+            target_chain: chain.clone(),
+            value: n,
+            leaves: BTreeMap::from([(n, src)]),
+            expr: None,
+        };
         let made = self.push(Planned::Kernel(spec), reads, target, Tag::Initial);
-        Src { buffer: target, tag: made, chain }
+        Src {
+            buffer: target,
+            tag: made,
+            chain,
+        }
     }
 
     /// Plans a kernel storing component `c` of the value of `value` into `target` (seen
@@ -456,18 +579,92 @@ impl<'a> Planner<'a> {
     ) -> Result<Tag, ScheduleError> {
         let mut leaves = BTreeMap::new();
         self.collect_leaves(value, c, device, false, true, &mut leaves)?;
-        let mut reads: Vec<(BufId, Tag)> = leaves.values().map(|s: &Src| (s.buffer, s.tag)).collect();
+        self.separate_versions(&mut leaves, (target, prev));
+        let mut reads: Vec<(BufId, Tag)> =
+            leaves.values().map(|s: &Src| (s.buffer, s.tag)).collect();
         reads.sort();
         reads.dedup();
-        let spec = KernelSpec { device, target, target_chain: chain, value, leaves, expr: None };
+        let spec = KernelSpec {
+            device,
+            target,
+            target_chain: chain,
+            value,
+            leaves,
+            expr: None,
+        };
         Ok(self.push(Planned::Kernel(spec), reads, target, prev))
     }
 
-    pub(super) fn push(&mut self, what: Planned, reads: Vec<(BufId, Tag)>, target: BufId, prev: Tag) -> Tag {
+    /// A step that reads one buffer at an older version than another of its accesses (a read
+    /// of a newer version, or the version it overwrites) would have to run both before and
+    /// after the store in between. The older reads go through a snapshot instead, taken
+    /// before that store (write-after-read ordering places it there).
+    fn separate_versions(&mut self, leaves: &mut BTreeMap<NodeId, Src>, written: (BufId, Tag)) {
+        let mut newest: BTreeMap<BufId, Tag> = BTreeMap::new();
+        for (b, t) in leaves
+            .values()
+            .map(|s| (s.buffer, s.tag))
+            .chain(std::iter::once(written))
+        {
+            match newest.get(&b) {
+                Some(&n) if !self.versions_newer(n, t) => {}
+                _ => {
+                    newest.insert(b, t);
+                }
+            }
+        }
+        let stale: Vec<NodeId> = leaves
+            .iter()
+            .filter(|(_, s)| {
+                newest
+                    .get(&s.buffer)
+                    .is_some_and(|&n| self.versions_newer(s.tag, n))
+            })
+            .map(|(&k, _)| k)
+            .collect();
+        for n in stale {
+            let src = leaves[&n].clone();
+            let key = (n, src.buffer, src.tag);
+            let snap = match self.snapshots.get(&key) {
+                Some(s) => s.clone(),
+                None => {
+                    let s = self.snapshot(n, src);
+                    self.snapshots.insert(key, s.clone());
+                    s
+                }
+            };
+            leaves.insert(n, snap);
+        }
+    }
+
+    /// Whether version `new` of a graph buffer was made (through stores) from version `old`.
+    fn versions_newer(&self, old: Tag, new: Tag) -> bool {
+        let v = |t: Tag| match t {
+            Tag::Initial => Some(None),
+            Tag::Store(s) => Some(Some(s)),
+            Tag::Made(_) => None,
+        };
+        match (v(old), v(new)) {
+            (Some(a), Some(b)) => a != b && self.versions.is_ancestor(a, b),
+            _ => false,
+        }
+    }
+
+    pub(super) fn push(
+        &mut self,
+        what: Planned,
+        reads: Vec<(BufId, Tag)>,
+        target: BufId,
+        prev: Tag,
+    ) -> Tag {
         let made = match &what {
             Planned::Kernel(_) | Planned::Copy { .. } => Tag::Made(self.steps.len()),
         };
-        self.steps.push(PlannedStep { what, reads, write: (target, prev, made) });
+        self.steps.push(PlannedStep {
+            what,
+            reads,
+            write: (target, prev, made),
+        });
         made
     }
 
@@ -505,7 +702,11 @@ impl<'a> Planner<'a> {
             return Ok(());
         }
         // A value without a device (computed from constants) is realized where it is read.
-        let src = if self.ver.info(n).device.is_none() { self.value_on(n, device)? } else { self.value_c(n, c)? };
+        let src = if self.ver.info(n).device.is_none() {
+            self.value_on(n, device)?
+        } else {
+            self.value_c(n, c)?
+        };
         out.insert(n, src);
         Ok(())
     }
@@ -524,7 +725,8 @@ impl<'a> Planner<'a> {
         }
         self.done_stores.insert(s, ());
         let target = self.g.node(s).src[0];
-        let (root, _) = storage_view(self.g, target).ok_or_else(|| err(s, "STORE target is not storage"))?;
+        let (root, _) =
+            storage_view(self.g, target).ok_or_else(|| err(s, "STORE target is not storage"))?;
         // A STORE into a multi-device buffer is one store per device.
         for c in 0..self.ncomp(root) {
             self.store_c(s, c)?;
@@ -536,7 +738,8 @@ impl<'a> Planner<'a> {
     fn store_c(&mut self, s: NodeId, c: usize) -> Result<(), ScheduleError> {
         let node = self.g.node(s).clone();
         let (target, value) = (node.src[0], node.src[1]);
-        let (root, view) = storage_view(self.g, target).ok_or_else(|| err(s, "STORE target is not storage"))?;
+        let (root, view) =
+            storage_view(self.g, target).ok_or_else(|| err(s, "STORE target is not storage"))?;
         let base = self.value_c(root, c)?;
         let mut chain = base.chain.clone();
         chain.extend(view.iter().map(|&m| self.move_of(m)));
@@ -553,16 +756,51 @@ impl<'a> Planner<'a> {
             // A STORE into a buffer on another device is a COPY.
             let src = self.whole_buffer_c(value, c)?;
             if whole_target {
-                self.push(Planned::Copy { dst: buf, src: src.buffer }, vec![(src.buffer, src.tag)], buf, base.tag);
+                self.push(
+                    Planned::Copy {
+                        dst: buf,
+                        src: src.buffer,
+                    },
+                    vec![(src.buffer, src.tag)],
+                    buf,
+                    base.tag,
+                );
                 self.retag(buf, base.tag, new_tag);
                 return Ok(());
             }
             // Into a view: copy whole, then store the view on the target device.
-            let anon = self.new_buffer(vinfo.dtype, vinfo.numel(), decl.device, BufferKind::Intermediate);
-            let made = self.push(Planned::Copy { dst: anon, src: src.buffer }, vec![(src.buffer, src.tag)], anon, Tag::Initial);
+            let anon = self.new_buffer(
+                vinfo.dtype,
+                vinfo.numel(),
+                decl.device,
+                BufferKind::Intermediate,
+            );
+            let made = self.push(
+                Planned::Copy {
+                    dst: anon,
+                    src: src.buffer,
+                },
+                vec![(src.buffer, src.tag)],
+                anon,
+                Tag::Initial,
+            );
             let reads = vec![(anon, made)];
-            let leaves = BTreeMap::from([(value, Src { buffer: anon, tag: made, chain: vec![reshape(&vinfo.shape)] })]);
-            let spec = KernelSpec { device: decl.device, target: buf, target_chain: chain, value, leaves, expr: None };
+            let leaves = BTreeMap::from([(
+                value,
+                Src {
+                    buffer: anon,
+                    tag: made,
+                    chain: vec![reshape(&vinfo.shape)],
+                },
+            )]);
+            let spec = KernelSpec {
+                device: decl.device,
+                target: buf,
+                target_chain: chain,
+                value,
+                leaves,
+                expr: None,
+            };
             self.push(Planned::Kernel(spec), reads, buf, base.tag);
             self.retag(buf, base.tag, new_tag);
             return Ok(());
@@ -575,8 +813,20 @@ impl<'a> Planner<'a> {
         if hazard {
             let tmp = self.materialize_c(value, c)?;
             let leaves = BTreeMap::from([(value, tmp.clone())]);
-            let spec = KernelSpec { device: decl.device, target: buf, target_chain: chain, value, leaves, expr: None };
-            self.push(Planned::Kernel(spec), vec![(tmp.buffer, tmp.tag)], buf, base.tag);
+            let spec = KernelSpec {
+                device: decl.device,
+                target: buf,
+                target_chain: chain,
+                value,
+                leaves,
+                expr: None,
+            };
+            self.push(
+                Planned::Kernel(spec),
+                vec![(tmp.buffer, tmp.tag)],
+                buf,
+                base.tag,
+            );
         } else {
             self.kernel(value, c, decl.device, buf, base.tag, chain)?;
         }
@@ -596,7 +846,10 @@ impl<'a> Planner<'a> {
 
 /// A RESHAPE from a flat buffer to `shape`.
 pub fn reshape(shape: &[usize]) -> Move {
-    Move { op: Op::RESHAPE, arg: Arg::Shape(shape.to_vec()) }
+    Move {
+        op: Op::RESHAPE,
+        arg: Arg::Shape(shape.to_vec()),
+    }
 }
 
 /// The shape after applying `chain` to a flat buffer of `size` elements.

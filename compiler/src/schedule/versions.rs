@@ -34,12 +34,15 @@ impl Versions {
                     if let Some((root, chain)) = storage_view(g, n.src[0]) {
                         let (buf, base, inner) = v.root(root)?.clone();
                         let newest = v.newest(g, id, buf, base, &n.src[1..])?;
-                        v.roots.insert(id, (buf, newest, inner.into_iter().chain(chain).collect()));
+                        v.roots
+                            .insert(id, (buf, newest, inner.into_iter().chain(chain).collect()));
                     }
                 }
                 Op::STORE => {
-                    let (root, _) = storage_view(g, n.src[0])
-                        .ok_or_else(|| ScheduleError { node: id, reason: "STORE target is not storage".into() })?;
+                    let (root, _) = storage_view(g, n.src[0]).ok_or_else(|| ScheduleError {
+                        node: id,
+                        reason: "STORE target is not storage".into(),
+                    })?;
                     let (buf, base, _) = v.root(root)?.clone();
                     v.stores.insert(id, (buf, base));
                 }
@@ -50,10 +53,14 @@ impl Versions {
     }
 
     pub fn root(&self, root: NodeId) -> Result<&(NodeId, Version, Vec<NodeId>), ScheduleError> {
-        self.roots.get(&root).ok_or_else(|| ScheduleError { node: root, reason: "storage root is not a BUFFER or AFTER".into() })
+        self.roots.get(&root).ok_or_else(|| ScheduleError {
+            node: root,
+            reason: "storage root is not a BUFFER or AFTER".into(),
+        })
     }
 
-    fn is_ancestor(&self, old: Version, new: Version) -> bool {
+    /// Whether version `old` is `new` or one of the versions `new` was made from.
+    pub fn is_ancestor(&self, old: Version, new: Version) -> bool {
         let mut cur = new;
         loop {
             if cur == old {
@@ -66,7 +73,14 @@ impl Versions {
         }
     }
 
-    fn newest(&self, g: &Graph, at: NodeId, buf: NodeId, base: Version, deps: &[NodeId]) -> Result<Version, ScheduleError> {
+    fn newest(
+        &self,
+        g: &Graph,
+        at: NodeId,
+        buf: NodeId,
+        base: Version,
+        deps: &[NodeId],
+    ) -> Result<Version, ScheduleError> {
         let mut newest = base;
         for s in stores_in(g, deps) {
             let Some(&(b, _)) = self.stores.get(&s) else {
@@ -78,7 +92,10 @@ impl Versions {
             if self.is_ancestor(newest, Some(s)) {
                 newest = Some(s);
             } else if !self.is_ancestor(Some(s), newest) {
-                return Err(ScheduleError { node: at, reason: format!("stores to buffer {buf} are not ordered") });
+                return Err(ScheduleError {
+                    node: at,
+                    reason: format!("stores to buffer {buf} are not ordered"),
+                });
             }
         }
         Ok(newest)

@@ -10,16 +10,27 @@ use crate::case::{Compare, Output};
 /// The alternatives of `mode` for `out` (empty for the other modes). Each alternative has
 /// `expect`'s structure; a `null` element means "no alternative here" (`either`) or "as in
 /// `expect`" (`either_output`).
-pub(super) fn alternatives(out: &Output, mode: &Compare, dt: DType, multi: Option<usize>) -> Result<Alternatives, String> {
+pub(super) fn alternatives(
+    out: &Output,
+    mode: &Compare,
+    dt: DType,
+    multi: Option<usize>,
+) -> Result<Alternatives, String> {
     let list = match mode {
         Compare::Either(l) | Compare::EitherOutput(l) => l,
         _ => return Ok(vec![]),
     };
     let numel: usize = out.shape.iter().product();
     let parse_list = |k: usize, v: &Json| -> Result<Vec<Option<u64>>, String> {
-        let arr = v.as_array().ok_or_else(|| format!("alternative {k}: expected a list of {numel} literals, found {v}"))?;
+        let arr = v.as_array().ok_or_else(|| {
+            format!("alternative {k}: expected a list of {numel} literals, found {v}")
+        })?;
         if arr.len() != numel {
-            return Err(format!("alternative {k} has {} elements, shape {:?} has {numel}", arr.len(), out.shape));
+            return Err(format!(
+                "alternative {k} has {} elements, shape {:?} has {numel}",
+                arr.len(),
+                out.shape
+            ));
         }
         arr.iter()
             .enumerate()
@@ -27,7 +38,9 @@ pub(super) fn alternatives(out: &Output, mode: &Compare, dt: DType, multi: Optio
                 if x.is_null() {
                     Ok(None)
                 } else {
-                    literal::parse(dt, x).map(Some).map_err(|e| format!("alternative {k} element {i}: {e}"))
+                    literal::parse(dt, x)
+                        .map(Some)
+                        .map_err(|e| format!("alternative {k} element {i}: {e}"))
                 }
             })
             .collect()

@@ -92,14 +92,27 @@ pub struct OutputDiff {
 }
 
 /// Expected bits per component, parsed from the output's literals.
-pub fn expected_bits(out: &Output, dt: DType, multi: Option<usize>) -> Result<Vec<Vec<u64>>, String> {
+pub fn expected_bits(
+    out: &Output,
+    dt: DType,
+    multi: Option<usize>,
+) -> Result<Vec<Vec<u64>>, String> {
     let numel: usize = out.shape.iter().product();
     let parse_list = |v: &Json| -> Result<Vec<u64>, String> {
-        let arr = v.as_array().ok_or_else(|| format!("expected a list of {numel} literals, found {v}"))?;
+        let arr = v
+            .as_array()
+            .ok_or_else(|| format!("expected a list of {numel} literals, found {v}"))?;
         if arr.len() != numel {
-            return Err(format!("expect has {} elements, shape {:?} has {numel}", arr.len(), out.shape));
+            return Err(format!(
+                "expect has {} elements, shape {:?} has {numel}",
+                arr.len(),
+                out.shape
+            ));
         }
-        arr.iter().enumerate().map(|(i, x)| literal::parse(dt, x).map_err(|e| format!("expect element {i}: {e}"))).collect()
+        arr.iter()
+            .enumerate()
+            .map(|(i, x)| literal::parse(dt, x).map_err(|e| format!("expect element {i}: {e}")))
+            .collect()
     };
     match multi {
         None => Ok(vec![parse_list(&out.expect)?]),
@@ -108,7 +121,9 @@ pub fn expected_bits(out: &Output, dt: DType, multi: Option<usize>) -> Result<Ve
                 .expect
                 .as_array()
                 .filter(|a| a.len() == ndev && a.iter().all(|x| x.is_array()))
-                .ok_or_else(|| format!("a multi-device output expects one list per device ({ndev} lists)"))?;
+                .ok_or_else(|| {
+                    format!("a multi-device output expects one list per device ({ndev} lists)")
+                })?;
             arr.iter().map(parse_list).collect()
         }
     }
@@ -145,14 +160,30 @@ fn bits_of(v: &Value, name: &str, what: &str) -> Result<Vec<Vec<u64>>, String> {
 /// case's literals are the canonical evaluation order.
 pub fn compare(out: &Output, value: &Value) -> Result<OutputDiff, String> {
     if value.shape != out.shape {
-        return Err(format!("output '{}': the case says shape {:?}, the node has shape {:?}", out.name, out.shape, value.shape));
+        return Err(format!(
+            "output '{}': the case says shape {:?}, the node has shape {:?}",
+            out.name, out.shape, value.shape
+        ));
     }
     let multi = multi_of(value);
-    let expected = expected_bits(out, value.dtype, multi).map_err(|e| format!("output '{}': {e}", out.name))?;
+    let expected = expected_bits(out, value.dtype, multi)
+        .map_err(|e| format!("output '{}': {e}", out.name))?;
     let actual = bits_of(value, &out.name, "was never written")?;
     let alts = either::alternatives(out, &out.compare, value.dtype, multi)?;
-    let policy = Policy { mode: &out.compare, nan: out.nan, bounds: None, alts };
-    Ok(diff(out, value.dtype, &expected, &actual, &policy, Reference::Expected))
+    let policy = Policy {
+        mode: &out.compare,
+        nan: out.nan,
+        bounds: None,
+        alts,
+    };
+    Ok(diff(
+        out,
+        value.dtype,
+        &expected,
+        &actual,
+        &policy,
+        Reference::Expected,
+    ))
 }
 
 /// Compares a backend's value with the oracle's under the output's own mode; `bounded` without
@@ -179,7 +210,12 @@ pub fn compare_with(
     }
     let (o, a) = (oracle.data.components(), actual.data.components());
     if o.len() != a.len() {
-        return Err(format!("output '{}': {} device components from the oracle, {} from the backend", out.name, o.len(), a.len()));
+        return Err(format!(
+            "output '{}': {} device components from the oracle, {} from the backend",
+            out.name,
+            o.len(),
+            a.len()
+        ));
     }
     let reference = bits_of(oracle, &out.name, "is undefined")?;
     let got = bits_of(actual, &out.name, "is undefined")?;
@@ -189,28 +225,68 @@ pub fn compare_with(
         // The case's `expect` is itself one of the allowed values (the oracle matches it in
         // the oracle trial, but a backend is judged against the oracle).
         if let Ok(exp) = expected_bits(out, oracle.dtype, multi) {
-            alts.push(exp.into_iter().map(|c| c.into_iter().map(Some).collect()).collect());
+            alts.push(
+                exp.into_iter()
+                    .map(|c| c.into_iter().map(Some).collect())
+                    .collect(),
+            );
         }
     }
     if let Some(b) = bounds {
-        if b.comps.len() != reference.len() || b.comps.iter().zip(&reference).any(|(x, y)| x.len() != y.len()) {
-            return Err(format!("output '{}': the bounds do not have the value's shape", out.name));
+        if b.comps.len() != reference.len()
+            || b.comps
+                .iter()
+                .zip(&reference)
+                .any(|(x, y)| x.len() != y.len())
+        {
+            return Err(format!(
+                "output '{}': the bounds do not have the value's shape",
+                out.name
+            ));
         }
     }
-    let policy = Policy { mode, nan: out.nan, bounds: bounds.filter(|_| *mode == Compare::Bounded), alts };
-    let mut d = diff(out, oracle.dtype, &reference, &got, &policy, Reference::Oracle);
+    let policy = Policy {
+        mode,
+        nan: out.nan,
+        bounds: bounds.filter(|_| *mode == Compare::Bounded),
+        alts,
+    };
+    let mut d = diff(
+        out,
+        oracle.dtype,
+        &reference,
+        &got,
+        &policy,
+        Reference::Oracle,
+    );
     if *mode == Compare::Bounded {
-        d.allowances = bounds.map(|b| b.notes.iter().cloned().collect()).unwrap_or_default();
+        d.allowances = bounds
+            .map(|b| b.notes.iter().cloned().collect())
+            .unwrap_or_default();
     }
     Ok(d)
 }
 
 /// The oracle-derived bounds of a case's outputs under a backend's tolerances.
-pub fn oracle_bounds(case: &Case, oracle: &OracleRun, tol: &Tolerances) -> Result<(Bounds, Vec<NodeId>), String> {
-    let roots: Vec<NodeId> =
-        case.outputs.iter().map(|o| oracle.loaded.arena(o.node)).collect::<Result<_, _>>().map_err(|e| e.to_string())?;
-    let b = bounds::analyze(&oracle.loaded.graph, &oracle.verified, &oracle.evaluation, &roots, tol)
-        .map_err(|e| format!("bounds: {}", oracle.loaded.file_error(e)))?;
+pub fn oracle_bounds(
+    case: &Case,
+    oracle: &OracleRun,
+    tol: &Tolerances,
+) -> Result<(Bounds, Vec<NodeId>), String> {
+    let roots: Vec<NodeId> = case
+        .outputs
+        .iter()
+        .map(|o| oracle.loaded.arena(o.node))
+        .collect::<Result<_, _>>()
+        .map_err(|e| e.to_string())?;
+    let b = bounds::analyze(
+        &oracle.loaded.graph,
+        &oracle.verified,
+        &oracle.evaluation,
+        &roots,
+        tol,
+    )
+    .map_err(|e| format!("bounds: {}", oracle.loaded.file_error(e)))?;
     Ok((b, roots))
 }
 
@@ -227,11 +303,22 @@ pub fn check_outputs(
 ) -> Result<Vec<OutputDiff>, String> {
     let values = run::output_values(case, oracle).map_err(|e| e.to_string())?;
     if actual.len() != case.outputs.len() {
-        return Err(format!("the backend gave {} outputs for the case's {}", actual.len(), case.outputs.len()));
+        return Err(format!(
+            "the backend gave {} outputs for the case's {}",
+            actual.len(),
+            case.outputs.len()
+        ));
     }
-    let modes: Vec<_> = case.outputs.iter().map(|o| allow.mode_for(case_name, o)).collect();
-    let bounds =
-        if modes.iter().any(|m| m.compare == Compare::Bounded) { Some(oracle_bounds(case, oracle, &allow.tolerances())?) } else { None };
+    let modes: Vec<_> = case
+        .outputs
+        .iter()
+        .map(|o| allow.mode_for(case_name, o))
+        .collect();
+    let bounds = if modes.iter().any(|m| m.compare == Compare::Bounded) {
+        Some(oracle_bounds(case, oracle, &allow.tolerances())?)
+    } else {
+        None
+    };
     let mut report = String::new();
     let mut diffs = vec![];
     for (k, ((out, ov), mode)) in case.outputs.iter().zip(values).zip(&modes).enumerate() {
@@ -242,7 +329,9 @@ pub fn check_outputs(
         let nb = bounds.as_ref().and_then(|(b, roots)| b.get(roots[k]));
         match compare_with(out, &mode.compare, ov, av, nb) {
             Ok(mut d) => {
-                d.origin = mode.origin.map(|o| format!("{} manifest override: {}", allow.backend, o.reason));
+                d.origin = mode
+                    .origin
+                    .map(|o| format!("{} manifest override: {}", allow.backend, o.reason));
                 d.manifest = Some(allow.summary());
                 if !d.passed() {
                     report += &d.report(8);
@@ -287,7 +376,14 @@ impl Policy<'_> {
     }
 }
 
-fn diff(out: &Output, dt: DType, reference: &[Vec<u64>], actual: &[Vec<u64>], p: &Policy, kind: Reference) -> OutputDiff {
+fn diff(
+    out: &Output,
+    dt: DType,
+    reference: &[Vec<u64>],
+    actual: &[Vec<u64>],
+    p: &Policy,
+    kind: Reference,
+) -> OutputDiff {
     let shape = out.shape.clone();
     let total = reference.iter().map(Vec::len).sum();
     let with_histogram = matches!(p.mode, Compare::Ulp(_) | Compare::Bounded);
@@ -302,12 +398,31 @@ fn diff(out: &Output, dt: DType, reference: &[Vec<u64>], actual: &[Vec<u64>], p:
                     .iter()
                     .zip(actual)
                     .zip(alt)
-                    .map(|((r, a), x)| r.iter().zip(a).zip(x).filter(|((r, a), x)| !p.same(dt, x.unwrap_or(**r), **a)).count())
+                    .map(|((r, a), x)| {
+                        r.iter()
+                            .zip(a)
+                            .zip(x)
+                            .filter(|((r, a), x)| !p.same(dt, x.unwrap_or(**r), **a))
+                            .count()
+                    })
                     .sum()
             };
-            let ref_misses: usize =
-                reference.iter().zip(actual).map(|(r, a)| r.iter().zip(a).filter(|(r, a)| !p.same(dt, **r, **a)).count()).sum();
-            let best = p.alts.iter().enumerate().map(|(k, alt)| (k, misses(alt))).min_by_key(|&(_, m)| m);
+            let ref_misses: usize = reference
+                .iter()
+                .zip(actual)
+                .map(|(r, a)| {
+                    r.iter()
+                        .zip(a)
+                        .filter(|(r, a)| !p.same(dt, **r, **a))
+                        .count()
+                })
+                .sum();
+            let best = p
+                .alts
+                .iter()
+                .enumerate()
+                .map(|(k, alt)| (k, misses(alt)))
+                .min_by_key(|&(_, m)| m);
             if ref_misses == 0 || best.is_some_and(|(_, m)| m == 0) {
                 Some(true)
             } else {
@@ -322,30 +437,58 @@ fn diff(out: &Output, dt: DType, reference: &[Vec<u64>], actual: &[Vec<u64>], p:
         for (i, (&e, &x)) in r.iter().zip(a).enumerate() {
             let d = ulp::distance(dt, e, x);
             if let Some(h) = histogram.as_mut() {
-                h.add(if d.is_none() && p.same(dt, e, x) { Some(0) } else { d });
+                h.add(if d.is_none() && p.same(dt, e, x) {
+                    Some(0)
+                } else {
+                    d
+                });
             }
             let (ok, limit) = match p.mode {
                 Compare::Exact => (p.same(dt, e, x), Limit::Exact),
-                Compare::Ulp(n) => (p.same(dt, e, x) || d.is_some_and(|d| d <= *n), Limit::Ulp(*n)),
+                Compare::Ulp(n) => (
+                    p.same(dt, e, x) || d.is_some_and(|d| d <= *n),
+                    Limit::Ulp(*n),
+                ),
                 Compare::Bounded => match p.bounds.map(|b| b.comps[c][i]) {
                     None | Some(bounds::Bound::Exact) => (p.same(dt, e, x), Limit::Exact),
                     Some(bounds::Bound::Unbounded(w)) => (p.same(dt, e, x), Limit::Unbounded(w)),
                     Some(bounds::Bound::Range(iv)) => {
                         let v = round::to_f64(dt, x);
-                        (p.same(dt, e, x) || (!v.is_nan() && iv.contains(v)), Limit::Range { lo: iv.lo, hi: iv.hi })
+                        (
+                            p.same(dt, e, x) || (!v.is_nan() && iv.contains(v)),
+                            Limit::Range {
+                                lo: iv.lo,
+                                hi: iv.hi,
+                            },
+                        )
                     }
                 },
                 Compare::Either(_) => {
-                    let mut others: Vec<u64> = p.alts.iter().filter_map(|alt| alt[c][i]).filter(|&o| o != e).collect();
+                    let mut others: Vec<u64> = p
+                        .alts
+                        .iter()
+                        .filter_map(|alt| alt[c][i])
+                        .filter(|&o| o != e)
+                        .collect();
                     others.sort_unstable();
                     others.dedup();
                     let ok = p.same(dt, e, x) || others.iter().any(|&o| p.same(dt, o, x));
                     (ok, Limit::OneOf(others.len()))
                 }
-                Compare::EitherOutput(_) => (whole_ok == Some(true) || p.same(dt, e, x), Limit::Outputs(p.alts.len())),
+                Compare::EitherOutput(_) => (
+                    whole_ok == Some(true) || p.same(dt, e, x),
+                    Limit::Outputs(p.alts.len()),
+                ),
             };
             if !ok {
-                mismatches.push(Mismatch { component: c, index: unravel(i, &shape), expected: e, actual: x, ulp: d, limit });
+                mismatches.push(Mismatch {
+                    component: c,
+                    index: unravel(i, &shape),
+                    expected: e,
+                    actual: x,
+                    ulp: d,
+                    limit,
+                });
             }
         }
     }

@@ -57,8 +57,13 @@ impl Histogram {
     }
 
     pub fn render(&self) -> String {
-        let mut parts: Vec<String> =
-            self.buckets.iter().enumerate().filter(|(_, &n)| n > 0).map(|(k, n)| format!("{}: {n}", Self::label(k))).collect();
+        let mut parts: Vec<String> = self
+            .buckets
+            .iter()
+            .enumerate()
+            .filter(|(_, &n)| n > 0)
+            .map(|(k, n)| format!("{}: {n}", Self::label(k)))
+            .collect();
         if self.nan > 0 {
             parts.push(format!("NaN mismatch: {}", self.nan));
         }
@@ -127,7 +132,9 @@ impl OutputDiff {
         let mut v: Vec<&Mismatch> = self.mismatches.iter().collect();
         v.sort_by(|a, b| {
             let key = |m: &Mismatch| std::cmp::Reverse(m.ulp.map_or(u128::MAX, u128::from));
-            key(a).cmp(&key(b)).then_with(|| (a.component, &a.index).cmp(&(b.component, &b.index)))
+            key(a)
+                .cmp(&key(b))
+                .then_with(|| (a.component, &a.index).cmp(&(b.component, &b.index)))
         });
         v
     }
@@ -139,11 +146,17 @@ impl OutputDiff {
             Reference::Oracle => "oracle",
         };
         let mode = match (&self.mode, self.reference) {
-            (Compare::Bounded, Reference::Expected) => "bounded: exact against the literals".to_string(),
+            (Compare::Bounded, Reference::Expected) => {
+                "bounded: exact against the literals".to_string()
+            }
             (m, Reference::Oracle) => format!("{} vs the oracle", m.label()),
             (m, _) => m.label(),
         };
-        let share = if self.total > 0 { 100.0 * self.mismatches.len() as f64 / self.total as f64 } else { 0.0 };
+        let share = if self.total > 0 {
+            100.0 * self.mismatches.len() as f64 / self.total as f64
+        } else {
+            0.0
+        };
         let mut s = format!(
             "output '{}' ({} {:?}, {mode}): {} of {} elements differ ({share:.2}%)\n",
             self.name,
@@ -160,7 +173,10 @@ impl OutputDiff {
                 s += &format!("  bound from: {}\n", self.allowances.join("; "));
             }
             (Compare::Bounded, Reference::Oracle) => {
-                let m = self.manifest.clone().unwrap_or_else(|| "no allowances were given".into());
+                let m = self
+                    .manifest
+                    .clone()
+                    .unwrap_or_else(|| "no allowances were given".into());
                 s += &format!("  no allowance widens this output ({m}): compared exactly\n");
             }
             (Compare::Exact, Reference::Oracle) => {
@@ -180,7 +196,11 @@ impl OutputDiff {
         for m in worst.iter().take(limit) {
             s += &format!(
                 "  {}{:?}: {against} {}, got {}",
-                if self.components > 1 { format!("device {} ", m.component) } else { String::new() },
+                if self.components > 1 {
+                    format!("device {} ", m.component)
+                } else {
+                    String::new()
+                },
                 m.index,
                 value(self.dtype, m.expected),
                 value(self.dtype, m.actual),
@@ -191,8 +211,12 @@ impl OutputDiff {
             match &m.limit {
                 Limit::Exact => {}
                 Limit::Ulp(n) => s += &format!("; allowed {n} ulp"),
-                Limit::Range { lo, hi } => s += &format!("; {}", range_text(self.dtype, *lo, *hi, m.actual)),
-                Limit::Unbounded(w) => s += &format!("; no bound ({}): compared exactly", w.describe()),
+                Limit::Range { lo, hi } => {
+                    s += &format!("; {}", range_text(self.dtype, *lo, *hi, m.actual))
+                }
+                Limit::Unbounded(w) => {
+                    s += &format!("; no bound ({}): compared exactly", w.describe())
+                }
                 Limit::OneOf(n) => s += &format!("; allowed: the {against} value or {n} other(s)"),
                 Limit::Outputs(n) => s += &format!("; {n} alternative output(s)"),
             }
@@ -217,7 +241,10 @@ mod tests {
 
     #[test]
     fn buckets() {
-        let b: Vec<usize> = [0u64, 1, 2, 3, 4, 5, 8, 9, 16, 17].iter().map(|&d| Histogram::bucket(d)).collect();
+        let b: Vec<usize> = [0u64, 1, 2, 3, 4, 5, 8, 9, 16, 17]
+            .iter()
+            .map(|&d| Histogram::bucket(d))
+            .collect();
         assert_eq!(b, vec![0, 1, 2, 3, 3, 4, 4, 5, 5, 6]);
         assert_eq!(Histogram::label(3), "3–4");
         assert_eq!(Histogram::label(5), "9–16");

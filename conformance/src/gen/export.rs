@@ -51,8 +51,12 @@ pub fn init_json(dtype: DType, init: &BufferInit) -> Result<Option<Init>, String
         if c.iter().all(|e| e.is_none()) {
             return Ok(None);
         }
-        let data: Option<Vec<Json>> = c.iter().map(|e| e.map(|b| literal::format(dtype, b))).collect();
-        data.map(|d| Some(Init::Data(d))).ok_or_else(|| "a buffer whose contents are partly unwritten".to_string())
+        let data: Option<Vec<Json>> = c
+            .iter()
+            .map(|e| e.map(|b| literal::format(dtype, b)))
+            .collect();
+        data.map(|d| Some(Init::Data(d)))
+            .ok_or_else(|| "a buffer whose contents are partly unwritten".to_string())
     };
     match init.as_slice() {
         [one] => comp(one),
@@ -62,7 +66,8 @@ pub fn init_json(dtype: DType, init: &BufferInit) -> Result<Option<Init>, String
                 return Ok(None);
             }
             let per: Option<Vec<Init>> = per.into_iter().collect();
-            per.map(|p| Some(Init::PerDevice(p))).ok_or_else(|| "a multi-device buffer with an unwritten component".to_string())
+            per.map(|p| Some(Init::PerDevice(p)))
+                .ok_or_else(|| "a multi-device buffer with an unwritten component".to_string())
         }
     }
 }
@@ -79,7 +84,11 @@ pub fn export(
     let ver = verify::verify(g).map_err(|e| format!("the graph does not verify: {e}"))?;
     let roots: Vec<NodeId> = outputs.iter().map(|o| o.1).collect();
     let order = g.reachable(&roots);
-    let file_id: BTreeMap<NodeId, u64> = order.iter().enumerate().map(|(i, &id)| (id, i as u64)).collect();
+    let file_id: BTreeMap<NodeId, u64> = order
+        .iter()
+        .enumerate()
+        .map(|(i, &id)| (id, i as u64))
+        .collect();
     let mut graph = vec![];
     let mut case_inputs = BTreeMap::new();
     for &id in &order {
@@ -93,7 +102,9 @@ pub fn export(
         });
         if n.op == Op::BUFFER {
             if let Some(init) = inputs.get(&id) {
-                if let Some(i) = init_json(n.dtype, init).map_err(|e| format!("buffer {id}: {e}"))? {
+                if let Some(i) =
+                    init_json(n.dtype, init).map_err(|e| format!("buffer {id}: {e}"))?
+                {
                     case_inputs.insert(file_id[&id].to_string(), i);
                 }
             }
@@ -135,7 +146,11 @@ pub fn value_json(v: &uopkit_interp::eval::Value) -> Result<Json, String> {
     };
     match &v.data {
         Data::Single(c) => list(c),
-        Data::Multi(cs) => cs.iter().map(list).collect::<Result<Vec<_>, _>>().map(Json::Array),
+        Data::Multi(cs) => cs
+            .iter()
+            .map(list)
+            .collect::<Result<Vec<_>, _>>()
+            .map(Json::Array),
     }
 }
 
@@ -144,7 +159,10 @@ pub fn value_json(v: &uopkit_interp::eval::Value) -> Result<Json, String> {
 pub fn fill_expect_from_oracle(case: &mut Case) -> Result<(), String> {
     let oracle = run::run_oracle(case).map_err(|e| e.to_string())?;
     let values = run::output_values(case, &oracle).map_err(|e| e.to_string())?;
-    let filled: Vec<(Vec<usize>, Json)> = values.iter().map(|v| Ok((v.shape.clone(), value_json(v)?))).collect::<Result<_, String>>()?;
+    let filled: Vec<(Vec<usize>, Json)> = values
+        .iter()
+        .map(|v| Ok((v.shape.clone(), value_json(v)?)))
+        .collect::<Result<_, String>>()?;
     for (out, (shape, expect)) in case.outputs.iter_mut().zip(filled) {
         out.shape = shape;
         out.expect = expect;
@@ -171,11 +189,31 @@ mod tests {
     #[test]
     fn export_then_load_gives_the_same_values() {
         let ctx = Ctx::new();
-        let a = Tensor::from_i64s(&ctx, &[2, 3], DType::Int32, Device::CPU, &[1, 2, 3, 4, 5, 6]).unwrap();
-        let b = a.permute(&[1, 0]).unwrap().reshape(&[6]).unwrap().add(7).unwrap();
+        let a = Tensor::from_i64s(
+            &ctx,
+            &[2, 3],
+            DType::Int32,
+            Device::CPU,
+            &[1, 2, 3, 4, 5, 6],
+        )
+        .unwrap();
+        let b = a
+            .permute(&[1, 0])
+            .unwrap()
+            .reshape(&[6])
+            .unwrap()
+            .add(7)
+            .unwrap();
         let f = Tensor::from_f64s(&ctx, &[2], DType::Float16, Device::CPU, &[0.5, -0.0]).unwrap();
         let s = f.sum(&[0]).unwrap();
-        let mut case = export(&ctx.graph(), &ctx.inputs(), &[("b".into(), b.id()), ("s".into(), s.id())], "test", &["gen"]).unwrap();
+        let mut case = export(
+            &ctx.graph(),
+            &ctx.inputs(),
+            &[("b".into(), b.id()), ("s".into(), s.id())],
+            "test",
+            &["gen"],
+        )
+        .unwrap();
         assert_eq!(case.outputs[0].shape, vec![6]);
         assert_eq!(case.outputs[1].shape, Vec::<usize>::new());
         fill_expect_from_oracle(&mut case).unwrap();

@@ -157,7 +157,12 @@ pub struct ExprConfig {
 
 impl Default for ExprConfig {
     fn default() -> Self {
-        ExprConfig { axes: vec![(0, 7), (1, 5), (2, 3)], depth: 3, floats: true, tape_len: 96 }
+        ExprConfig {
+            axes: vec![(0, 7), (1, 5), (2, 3)],
+            depth: 3,
+            floats: true,
+            tape_len: 96,
+        }
     }
 }
 
@@ -173,15 +178,28 @@ pub struct ExprBuilder<'a> {
 
 impl<'a> ExprBuilder<'a> {
     pub fn new(tape: &'a [u32], cfg: ExprConfig) -> Self {
-        ExprBuilder { c: Choices::new(tape), g: Graph::new(), pool: vec![], cfg }
+        ExprBuilder {
+            c: Choices::new(tape),
+            g: Graph::new(),
+            pool: vec![],
+            cfg,
+        }
     }
 
     pub fn finish(self, root: NodeId) -> Expr {
-        Expr { graph: self.g, root }
+        Expr {
+            graph: self.g,
+            root,
+        }
     }
 
     pub fn node(&mut self, op: Op, dtype: DType, src: Vec<NodeId>, arg: Arg) -> NodeId {
-        self.g.add(Node { op, dtype, src, arg })
+        self.g.add(Node {
+            op,
+            dtype,
+            src,
+            arg,
+        })
     }
 
     /// An int/bool constant holding `v` (wrapped into `dt`).
@@ -207,7 +225,11 @@ impl<'a> ExprBuilder<'a> {
     }
 
     pub fn bin(&mut self, op: Op, a: NodeId, b: NodeId) -> NodeId {
-        let dt = if op.is_comparison() { Bool } else { self.g.node(a).dtype };
+        let dt = if op.is_comparison() {
+            Bool
+        } else {
+            self.g.node(a).dtype
+        };
         self.node(op, dt, vec![a, b], Arg::None)
     }
 
@@ -241,7 +263,8 @@ impl<'a> ExprBuilder<'a> {
     /// An int dtype.
     pub fn int_dtype(&mut self) -> DType {
         // int64 first: index arithmetic is int64.
-        self.c.pick(&[Int64, Int32, Int8, UInt8, Int16, UInt32, UInt64, UInt16])
+        self.c
+            .pick(&[Int64, Int32, Int8, UInt8, Int16, UInt32, UInt64, UInt16])
     }
 
     /// Any dtype expressions use: mostly ints, some bool, some float32.
@@ -355,7 +378,11 @@ impl<'a> ExprBuilder<'a> {
     fn bool_expr(&mut self, d: usize) -> NodeId {
         match self.c.below(5) {
             0 | 1 => {
-                let odt = if self.cfg.floats && self.c.chance(20) { Float32 } else { self.int_dtype() };
+                let odt = if self.cfg.floats && self.c.chance(20) {
+                    Float32
+                } else {
+                    self.int_dtype()
+                };
                 let op = self.c.pick(CMPS);
                 let a = self.expr(odt, d);
                 let b = if self.c.chance(20) {
@@ -368,14 +395,19 @@ impl<'a> ExprBuilder<'a> {
                 self.bin(op, a, b)
             }
             2 => {
-                let op = self.c.pick(&[Op::AND, Op::OR, Op::XOR, Op::ADD, Op::MUL, Op::MAX]);
+                let op = self
+                    .c
+                    .pick(&[Op::AND, Op::OR, Op::XOR, Op::ADD, Op::MUL, Op::MAX]);
                 let (a, b) = (self.expr(Bool, d), self.expr(Bool, d));
                 self.bin(op, a, b)
             }
             3 => {
                 let cnd = self.expr(Bool, d);
-                let (t, f) =
-                    if self.c.chance(50) { (self.int(Bool, 1), self.int(Bool, 0)) } else { (self.expr(Bool, d), self.expr(Bool, d)) };
+                let (t, f) = if self.c.chance(50) {
+                    (self.int(Bool, 1), self.int(Bool, 0))
+                } else {
+                    (self.expr(Bool, d), self.expr(Bool, d))
+                };
                 self.wher(cnd, t, f)
             }
             _ => {
@@ -406,13 +438,21 @@ impl<'a> ExprBuilder<'a> {
             2 => {
                 let cnd = self.expr(Bool, d);
                 let a = self.expr(dt, d);
-                let b = if self.c.chance(30) { a } else { self.expr(dt, d) };
+                let b = if self.c.chance(30) {
+                    a
+                } else {
+                    self.expr(dt, d)
+                };
                 self.wher(cnd, a, b)
             }
             3 => {
                 let sdt = self.int_dtype();
                 let a = self.expr(sdt, d);
-                let m = if self.c.chance(50) { self.cast(Int32, a) } else { a };
+                let m = if self.c.chance(50) {
+                    self.cast(Int32, a)
+                } else {
+                    a
+                };
                 self.cast(dt, m)
             }
             4 => {
@@ -445,7 +485,9 @@ impl<'a> ExprBuilder<'a> {
             }
             2 => {
                 // The same operand twice.
-                let op = self.c.pick(&[Op::SUB, Op::AND, Op::OR, Op::XOR, Op::MAX, Op::ADD]);
+                let op = self
+                    .c
+                    .pick(&[Op::SUB, Op::AND, Op::OR, Op::XOR, Op::MAX, Op::ADD]);
                 let a = self.expr(dt, d);
                 self.bin(op, a, a)
             }
@@ -453,7 +495,11 @@ impl<'a> ExprBuilder<'a> {
                 // (x % c1) % c2 with c2 dividing c1, and (x / c1) / c2.
                 let c2 = self.c.pick(&[2i128, 3, 4, 2, 3, -2, -3]);
                 let c1 = c2 * self.c.pick(&[1i128, 2, 3, 4, -1, -2]);
-                let ops = if self.c.chance(50) { [Op::CMOD, Op::FLOORMOD] } else { [Op::CDIV, Op::FLOORDIV] };
+                let ops = if self.c.chance(50) {
+                    [Op::CMOD, Op::FLOORMOD]
+                } else {
+                    [Op::CDIV, Op::FLOORDIV]
+                };
                 let (op1, op2) = (self.c.pick(&ops), self.c.pick(&ops));
                 let a = self.expr(dt, d);
                 let (k1, k2) = (self.int(dt, c1), self.int(dt, c2));
@@ -497,9 +543,17 @@ impl<'a> ExprBuilder<'a> {
             }
             9 => {
                 // Cast chains: CAST_dt(CAST_mid(x: sdt)).
-                let sdt = if self.c.chance(15) { Bool } else { self.int_dtype() };
+                let sdt = if self.c.chance(15) {
+                    Bool
+                } else {
+                    self.int_dtype()
+                };
                 let a = self.expr(sdt, d);
-                let mid = if self.c.chance(20) { sdt } else { self.int_dtype() };
+                let mid = if self.c.chance(20) {
+                    sdt
+                } else {
+                    self.int_dtype()
+                };
                 let m = self.cast(mid, a);
                 self.cast(dt, m)
             }
@@ -513,7 +567,11 @@ impl<'a> ExprBuilder<'a> {
             _ => {
                 let op = self.c.pick(&[Op::MAX, Op::SHL, Op::SHR]);
                 let a = self.expr(dt, d);
-                let b = if op == Op::MAX { self.expr(dt, d) } else { self.konst(dt) };
+                let b = if op == Op::MAX {
+                    self.expr(dt, d)
+                } else {
+                    self.konst(dt)
+                };
                 self.bin(op, a, b)
             }
         }
@@ -523,9 +581,17 @@ impl<'a> ExprBuilder<'a> {
     pub fn affine(&mut self, dt: DType, d: usize) -> NodeId {
         let op = self.c.pick(DIVMOD);
         let a = self.expr(dt, d);
-        let cv = if self.c.chance(30) { self.special(dt) } else { self.c.pick(&[2i128, 3, 4, 8, 16]) };
+        let cv = if self.c.chance(30) {
+            self.special(dt)
+        } else {
+            self.c.pick(&[2i128, 3, 4, 8, 16])
+        };
         let k = self.int(dt, cv);
-        let m = if self.c.chance(50) { self.bin(Op::MUL, k, a) } else { self.bin(Op::MUL, a, k) };
+        let m = if self.c.chance(50) {
+            self.bin(Op::MUL, k, a)
+        } else {
+            self.bin(Op::MUL, a, k)
+        };
         let top = if self.c.chance(25) {
             m
         } else {
@@ -581,7 +647,11 @@ impl<'a> ExprBuilder<'a> {
                 let s = self.int(Int64, stride as i128);
                 self.bin(Op::MUL, r, s)
             };
-            flat = if k + 1 == ends.len() { term } else { self.bin(Op::ADD, flat, term) };
+            flat = if k + 1 == ends.len() {
+                term
+            } else {
+                self.bin(Op::ADD, flat, term)
+            };
             stride *= end;
         }
         if self.c.chance(30) {
@@ -657,7 +727,10 @@ pub fn index_expr() -> impl Strategy<Value = Expr> {
 
 /// A strategy from a function that builds the root with an [`ExprBuilder`] (for targeted
 /// strategies).
-pub fn built_with(cfg: ExprConfig, f: fn(&mut ExprBuilder) -> NodeId) -> impl Strategy<Value = Expr> {
+pub fn built_with(
+    cfg: ExprConfig,
+    f: fn(&mut ExprBuilder) -> NodeId,
+) -> impl Strategy<Value = Expr> {
     tape(cfg.tape_len).prop_map(move |t| {
         let mut b = ExprBuilder::new(&t, cfg.clone());
         let root = f(&mut b);
@@ -684,11 +757,18 @@ pub fn loop_vars(g: &Graph, roots: &[NodeId]) -> Result<BTreeMap<usize, i64>, St
             return Err(format!("RANGE {id} without an axis"));
         };
         let end = match n.src.first().map(|&s| g.node(s)) {
-            Some(Node { op: Op::CONST, dtype, arg: Arg::Const(b), .. }) if dtype.is_int() => to_i128(*dtype, *b) as i64,
+            Some(Node {
+                op: Op::CONST,
+                dtype,
+                arg: Arg::Const(b),
+                ..
+            }) if dtype.is_int() => to_i128(*dtype, *b) as i64,
             _ => return Err(format!("RANGE {id}: the end is not an int constant")),
         };
         if end < 1 {
-            return Err(format!("RANGE {id}: end {end} (an empty loop is never observed)"));
+            return Err(format!(
+                "RANGE {id}: end {end} (an empty loop is never observed)"
+            ));
         }
         if let Some(old) = vars.insert(axis, end) {
             if old != end {
@@ -716,7 +796,11 @@ pub fn assignment(vars: &BTreeMap<usize, i64>, mut i: usize) -> BTreeMap<usize, 
 
 /// The oracle's outcome of `root` for every assignment of `vars` (see [`assignment`]).
 /// `Err` when the expression is not something the oracle can evaluate (a malformed graph).
-pub fn evaluate(g: &Graph, root: NodeId, vars: &BTreeMap<usize, i64>) -> Result<Vec<Outcome>, String> {
+pub fn evaluate(
+    g: &Graph,
+    root: NodeId,
+    vars: &BTreeMap<usize, i64>,
+) -> Result<Vec<Outcome>, String> {
     let n = assignments(vars);
     if n > 1 << 16 {
         return Err(format!("{n} assignments is too many to evaluate"));
@@ -724,12 +808,19 @@ pub fn evaluate(g: &Graph, root: NodeId, vars: &BTreeMap<usize, i64>) -> Result<
     let all: Vec<usize> = (0..n).collect();
     match eval_at(g, root, vars, &all)? {
         Ok(bits) => Ok(bits.into_iter().map(Ok).collect()),
-        Err(_) => (0..n).map(|i| eval_at(g, root, vars, &[i]).map(|r| r.map(|b| b[0]))).collect(),
+        Err(_) => (0..n)
+            .map(|i| eval_at(g, root, vars, &[i]).map(|r| r.map(|b| b[0])))
+            .collect(),
     }
 }
 
 /// Evaluates `root` for the assignments `which` at once.
-fn eval_at(g: &Graph, root: NodeId, vars: &BTreeMap<usize, i64>, which: &[usize]) -> Result<Result<Vec<u64>, Ub>, String> {
+fn eval_at(
+    g: &Graph,
+    root: NodeId,
+    vars: &BTreeMap<usize, i64>,
+    which: &[usize],
+) -> Result<Result<Vec<u64>, Ub>, String> {
     let m = which.len();
     let mut t = Graph::new();
     let mut map: BTreeMap<NodeId, NodeId> = BTreeMap::new();
@@ -744,13 +835,23 @@ fn eval_at(g: &Graph, root: NodeId, vars: &BTreeMap<usize, i64>, which: &[usize]
                 op: Op::BUFFER,
                 dtype: Int64,
                 src: vec![],
-                arg: Arg::Buffer { slot: axis as u32, size: m, device: DeviceSpec::Single(Device::CPU) },
+                arg: Arg::Buffer {
+                    slot: axis as u32,
+                    size: m,
+                    device: DeviceSpec::Single(Device::CPU),
+                },
             });
-            let vals = which.iter().map(|&i| Some(assignment(vars, i)[&axis] as u64)).collect();
+            let vals = which
+                .iter()
+                .map(|&i| Some(assignment(vars, i)[&axis] as u64))
+                .collect();
             inputs.insert(buf, vec![vals]);
             buf
         } else {
-            t.add(Node { src: n.src.iter().map(|s| map[s]).collect(), ..n.clone() })
+            t.add(Node {
+                src: n.src.iter().map(|s| map[s]).collect(),
+                ..n.clone()
+            })
         };
         map.insert(id, new);
     }
@@ -770,7 +871,11 @@ fn eval_at(g: &Graph, root: NodeId, vars: &BTreeMap<usize, i64>, which: &[usize]
                     Elem::Uninit { .. } => 0,
                 })
                 .collect();
-            Ok(Ok(if v.shape.is_empty() { vec![bits[0]; m] } else { bits }))
+            Ok(Ok(if v.shape.is_empty() {
+                vec![bits[0]; m]
+            } else {
+                bits
+            }))
         }
         Err(OracleError::Ub { kind, .. }) => Ok(Err(kind)),
         Err(e) => Err(format!("the oracle cannot evaluate the expression: {e}")),
@@ -796,10 +901,18 @@ pub fn same_meaning(g: &Graph, a: NodeId, b: NodeId) -> Result<(), String> {
         };
         if !same {
             let show_o = |o: &Outcome| match o {
-                Ok(bits) => format!("{} ({bits:#x})", uopkit_interp::scalar::literal::display(da, *bits)),
+                Ok(bits) => format!(
+                    "{} ({bits:#x})",
+                    uopkit_interp::scalar::literal::display(da, *bits)
+                ),
                 Err(ub) => format!("UB: {ub}"),
             };
-            return Err(format!("not the same at {:?}: {} vs {}", assignment(&vars, i), show_o(x), show_o(y)));
+            return Err(format!(
+                "not the same at {:?}: {} vs {}",
+                assignment(&vars, i),
+                show_o(x),
+                show_o(y)
+            ));
         }
     }
     Ok(())
@@ -812,7 +925,10 @@ mod tests {
     use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 
     fn runner() -> TestRunner {
-        TestRunner::new_with_rng(Config::default(), TestRng::from_seed(RngAlgorithm::ChaCha, &[7; 32]))
+        TestRunner::new_with_rng(
+            Config::default(),
+            TestRng::from_seed(RngAlgorithm::ChaCha, &[7; 32]),
+        )
     }
 
     #[test]
@@ -849,7 +965,11 @@ mod tests {
         let k3 = b.int(Int64, 3);
         let e = b.bin(Op::CMOD, s, k3);
         let vars = loop_vars(&b.g, &[e]).unwrap();
-        let got: Vec<u64> = evaluate(&b.g, e, &vars).unwrap().into_iter().map(|o| o.unwrap()).collect();
+        let got: Vec<u64> = evaluate(&b.g, e, &vars)
+            .unwrap()
+            .into_iter()
+            .map(|o| o.unwrap())
+            .collect();
         assert_eq!(got, (0..10u64).map(|v| v % 3).collect::<Vec<_>>());
         // Division by a variable that is 0 once: UB for that assignment only.
         let d = b.bin(Op::CDIV, k5, j);
@@ -871,9 +991,19 @@ mod tests {
         for _ in 0..200 {
             let e = s.new_tree(&mut r).unwrap().current();
             let g = &e.graph;
-            mods += g.reachable(&[e.root]).iter().filter(|&&n| g.node(n).op == Op::CMOD).count();
+            mods += g
+                .reachable(&[e.root])
+                .iter()
+                .filter(|&&n| g.node(n).op == Op::CMOD)
+                .count();
             let vars = loop_vars(g, &[e.root]).unwrap();
-            assert!(evaluate(g, e.root, &vars).unwrap().iter().all(|o| o.is_ok()), "{e:?}");
+            assert!(
+                evaluate(g, e.root, &vars)
+                    .unwrap()
+                    .iter()
+                    .all(|o| o.is_ok()),
+                "{e:?}"
+            );
         }
         assert!(mods > 50, "{mods}");
     }

@@ -19,17 +19,24 @@ use std::collections::BTreeMap;
 use proptest::prelude::*;
 use proptest::strategy::BoxedStrategy;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
-use uopkit_compiler::rewrite::{rewrite, rule_sets, Order, RewriteOpts, RewriteResult, RuleSet, StopReason};
+use uopkit_compiler::rewrite::{
+    rewrite, rule_sets, Order, RewriteOpts, RewriteResult, RuleSet, StopReason,
+};
 use uopkit_interp::ir::{DType, NodeId, Op};
 
-use super::expr::{built_with, expr, index_expr, same_meaning, show, Expr, ExprBuilder, ExprConfig, INTS};
+use super::expr::{
+    built_with, expr, index_expr, same_meaning, show, Expr, ExprBuilder, ExprConfig, INTS,
+};
 
 use DType::*;
 
 /// A rule set holding only the rule `name` (from any of the compiler's rule sets; faults
 /// switched on for this thread included).
 pub fn only(name: &str) -> Option<RuleSet> {
-    let rule = rule_sets().into_iter().flat_map(|s| s.rules().to_vec()).find(|r| r.name == name)?;
+    let rule = rule_sets()
+        .into_iter()
+        .flat_map(|s| s.rules().to_vec())
+        .find(|r| r.name == name)?;
     Some(RuleSet::new("only", vec![rule]))
 }
 
@@ -37,13 +44,24 @@ pub fn only(name: &str) -> Option<RuleSet> {
 /// means. Ok with the rewrite's result (hit counts included).
 pub fn rewrite_checked(e: &Expr, rules: &RuleSet, order: Order) -> Result<RewriteResult, String> {
     let mut g = e.graph.clone();
-    let opts = RewriteOpts { order, ..RewriteOpts::default() }.max_iterations(64);
+    let opts = RewriteOpts {
+        order,
+        ..RewriteOpts::default()
+    }
+    .max_iterations(64);
     let r = rewrite(&mut g, &[e.root], rules, opts);
     if r.total_hits() == 0 {
         return Ok(r);
     }
     let after = r.roots[0];
-    let context = || format!("\n  before: {}\n  after:  {}\n  fired:  {:?} ({order:?})", show(&g, e.root), show(&g, after), r.hits);
+    let context = || {
+        format!(
+            "\n  before: {}\n  after:  {}\n  fired:  {:?} ({order:?})",
+            show(&g, e.root),
+            show(&g, after),
+            r.hits
+        )
+    };
     if r.stop != StopReason::FixedPoint {
         return Err(format!("no fixed point: {:?}{}", r.stop, context()));
     }
@@ -79,14 +97,24 @@ pub struct PropertyConfig {
 
 impl Default for PropertyConfig {
     fn default() -> Self {
-        PropertyConfig { cases: 256, seed: 0x5eed_2026, max_shrink_iters: 4096 }
+        PropertyConfig {
+            cases: 256,
+            seed: 0x5eed_2026,
+            max_shrink_iters: 4096,
+        }
     }
 }
 
 /// A proptest runner with a fixed seed: the same cases on every run and machine; nothing
 /// is persisted.
 pub fn seeded_runner(cases: u32, seed: u64, max_shrink_iters: u32) -> TestRunner {
-    let config = Config { cases, max_shrink_iters, failure_persistence: None, rng_algorithm: RngAlgorithm::ChaCha, ..Config::default() };
+    let config = Config {
+        cases,
+        max_shrink_iters,
+        failure_persistence: None,
+        rng_algorithm: RngAlgorithm::ChaCha,
+        ..Config::default()
+    };
     let mut bytes = [0u8; 32];
     bytes[..8].copy_from_slice(&seed.to_le_bytes());
     bytes[8..16].copy_from_slice(&(!seed).to_le_bytes());
@@ -95,7 +123,11 @@ pub fn seeded_runner(cases: u32, seed: u64, max_shrink_iters: u32) -> TestRunner
 
 /// Checks that every rewrite `rules` make on expressions from `strategy` is exact, in both
 /// orders. `Err` holds the shrunk counterexample and what differs.
-pub fn check_property(rules: &RuleSet, strategy: impl Strategy<Value = Expr>, cfg: PropertyConfig) -> Result<PropertyStats, String> {
+pub fn check_property(
+    rules: &RuleSet,
+    strategy: impl Strategy<Value = Expr>,
+    cfg: PropertyConfig,
+) -> Result<PropertyStats, String> {
     let mut runner = seeded_runner(cfg.cases, cfg.seed, cfg.max_shrink_iters);
     let stats = RefCell::new(PropertyStats::default());
     let failing = RefCell::new(false);
@@ -131,8 +163,9 @@ pub fn check_property(rules: &RuleSet, strategy: impl Strategy<Value = Expr>, cf
 /// [`check_property`] for the rule `rule` alone, with [`strategy_for_rule`].
 pub fn check_rule(rule: &str, cfg: PropertyConfig) -> Result<PropertyStats, String> {
     let set = only(rule).ok_or_else(|| format!("no rule named {rule}"))?;
-    let strategy =
-        strategy_for_rule(rule).ok_or_else(|| format!("rule {rule} has no targeted strategy (add it to gen::rules::TARGETED)"))?;
+    let strategy = strategy_for_rule(rule).ok_or_else(|| {
+        format!("rule {rule} has no targeted strategy (add it to gen::rules::TARGETED)")
+    })?;
     check_property(&set, strategy, cfg)
 }
 
@@ -145,7 +178,11 @@ pub fn general() -> BoxedStrategy<Expr> {
 /// ones. None for a rule without a targeted strategy.
 pub fn strategy_for_rule(rule: &str) -> Option<BoxedStrategy<Expr>> {
     let (_, build) = TARGETED.iter().find(|(n, _)| *n == rule)?;
-    let cfg = ExprConfig { tape_len: 48, depth: 2, ..ExprConfig::default() };
+    let cfg = ExprConfig {
+        tape_len: 48,
+        depth: 2,
+        ..ExprConfig::default()
+    };
     Some(prop_oneof![3 => built_with(cfg, *build), 1 => general()].boxed())
 }
 
@@ -176,7 +213,11 @@ fn either(b: &mut ExprBuilder, op: Op, x: NodeId, k: NodeId) -> NodeId {
 
 fn with_const(op: Op, v: i128, commutative: bool) -> impl Fn(&mut ExprBuilder) -> NodeId {
     move |b| {
-        let dt = if matches!(op, Op::CDIV | Op::CMOD | Op::FLOORDIV | Op::FLOORMOD) { b.int_dtype() } else { int_like(b) };
+        let dt = if matches!(op, Op::CDIV | Op::CMOD | Op::FLOORDIV | Op::FLOORMOD) {
+            b.int_dtype()
+        } else {
+            int_like(b)
+        };
         let x = sub(b, dt);
         let k = b.int(dt, v);
         if commutative {
@@ -229,7 +270,11 @@ fn divmod_small(b: &mut ExprBuilder, ops: &[Op]) -> NodeId {
 
 fn mul_cancel(b: &mut ExprBuilder, ops: &[Op]) -> NodeId {
     let dt = b.int_dtype();
-    let a = if b.c.chance(70) { small(b, dt) } else { sub(b, dt) };
+    let a = if b.c.chance(70) {
+        small(b, dt)
+    } else {
+        sub(b, dt)
+    };
     let cv = b.c.pick(&[2i128, 3, 4, 5, 8, -2, 0]);
     let k = b.int(dt, cv);
     let m = either(b, Op::MUL, a, k);
@@ -239,8 +284,16 @@ fn mul_cancel(b: &mut ExprBuilder, ops: &[Op]) -> NodeId {
 
 fn affine(b: &mut ExprBuilder, ops: &[Op]) -> NodeId {
     let dt = b.int_dtype();
-    let a = if b.c.chance(70) { small(b, dt) } else { sub(b, dt) };
-    let bb = if b.c.chance(70) { small(b, dt) } else { sub(b, dt) };
+    let a = if b.c.chance(70) {
+        small(b, dt)
+    } else {
+        sub(b, dt)
+    };
+    let bb = if b.c.chance(70) {
+        small(b, dt)
+    } else {
+        sub(b, dt)
+    };
     let cv = b.c.pick(&[2i128, 3, 4, 8, 16, 5]);
     let k = b.int(dt, cv);
     let m = either(b, Op::MUL, a, k);
@@ -251,7 +304,11 @@ fn affine(b: &mut ExprBuilder, ops: &[Op]) -> NodeId {
 
 fn chain2(b: &mut ExprBuilder, ops: &[Op]) -> NodeId {
     let dt = b.int_dtype();
-    let x = if b.c.chance(60) { small(b, dt) } else { sub(b, dt) };
+    let x = if b.c.chance(60) {
+        small(b, dt)
+    } else {
+        sub(b, dt)
+    };
     let c2 = b.c.pick(&[2i128, 3, 4, 2, 3, -2, -3]);
     let c1 = c2 * b.c.pick(&[1i128, 2, 3, 4, -1, -2]);
     let op = b.c.pick(ops);
@@ -276,7 +333,15 @@ fn cmp_range(op: Op) -> impl Fn(&mut ExprBuilder) -> NodeId {
 
 fn fold_unary(b: &mut ExprBuilder) -> NodeId {
     if b.c.chance(50) {
-        let op = b.c.pick(&[Op::SQRT, Op::NEG, Op::TRUNC, Op::RECIPROCAL, Op::EXP2, Op::LOG2, Op::SIN]);
+        let op = b.c.pick(&[
+            Op::SQRT,
+            Op::NEG,
+            Op::TRUNC,
+            Op::RECIPROCAL,
+            Op::EXP2,
+            Op::LOG2,
+            Op::SIN,
+        ]);
         let a = b.konst(Float32);
         b.un(op, a)
     } else {
@@ -289,8 +354,28 @@ fn fold_unary(b: &mut ExprBuilder) -> NodeId {
 fn fold_binary(b: &mut ExprBuilder) -> NodeId {
     let dt = b.any_dtype();
     let ops: Vec<Op> = match dt {
-        Bool => vec![Op::AND, Op::OR, Op::XOR, Op::ADD, Op::MUL, Op::MAX, Op::CMPLT, Op::CMPNE, Op::CMPEQ],
-        Float32 => vec![Op::ADD, Op::SUB, Op::MUL, Op::FDIV, Op::MAX, Op::POW, Op::CMPLT, Op::CMPNE, Op::CMPEQ],
+        Bool => vec![
+            Op::AND,
+            Op::OR,
+            Op::XOR,
+            Op::ADD,
+            Op::MUL,
+            Op::MAX,
+            Op::CMPLT,
+            Op::CMPNE,
+            Op::CMPEQ,
+        ],
+        Float32 => vec![
+            Op::ADD,
+            Op::SUB,
+            Op::MUL,
+            Op::FDIV,
+            Op::MAX,
+            Op::POW,
+            Op::CMPLT,
+            Op::CMPNE,
+            Op::CMPEQ,
+        ],
         _ => vec![
             Op::ADD,
             Op::SUB,
@@ -335,13 +420,24 @@ fn fold_cast(b: &mut ExprBuilder) -> NodeId {
 }
 
 fn fold_bitcast(b: &mut ExprBuilder) -> NodeId {
-    let (from, to) = b.c.pick(&[(Float32, Int32), (Float32, UInt32), (Int32, Float32), (UInt32, Int32), (Int64, UInt64), (Int16, UInt16)]);
+    let (from, to) = b.c.pick(&[
+        (Float32, Int32),
+        (Float32, UInt32),
+        (Int32, Float32),
+        (UInt32, Int32),
+        (Int64, UInt64),
+        (Int16, UInt16),
+    ]);
     let a = b.konst(from);
     b.bitcast(to, a)
 }
 
 fn neg_neg(b: &mut ExprBuilder) -> NodeId {
-    let dt = if b.c.chance(40) { Float32 } else { b.int_dtype() };
+    let dt = if b.c.chance(40) {
+        Float32
+    } else {
+        b.int_dtype()
+    };
     let x = sub(b, dt);
     let n = b.un(Op::NEG, x);
     b.un(Op::NEG, n)
@@ -384,8 +480,13 @@ fn cast_noop(b: &mut ExprBuilder) -> NodeId {
 
 fn cast_widen_chain(b: &mut ExprBuilder) -> NodeId {
     let from = if b.c.chance(15) { Bool } else { b.c.pick(INTS) };
-    let x = if b.c.chance(50) { small(b, from) } else { sub(b, from) };
-    let mid = b.c.pick(&[Int64, Int32, Int16, UInt32, UInt64, UInt8, Int8, UInt16]);
+    let x = if b.c.chance(50) {
+        small(b, from)
+    } else {
+        sub(b, from)
+    };
+    let mid =
+        b.c.pick(&[Int64, Int32, Int16, UInt32, UInt64, UInt8, Int8, UInt16]);
     let to = b.c.pick(&[from, Int64, Int32, Int8, UInt8, Bool, Float32]);
     let m = b.cast(mid, x);
     b.cast(to, m)

@@ -153,18 +153,31 @@ pub struct Value {
 
 impl std::fmt::Debug for Value {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}:{} ({:#x})", self.dtype, uopkit_interp::scalar::literal::display(self.dtype, self.bits), self.bits)
+        write!(
+            f,
+            "{}:{} ({:#x})",
+            self.dtype,
+            uopkit_interp::scalar::literal::display(self.dtype, self.bits),
+            self.bits
+        )
     }
 }
 
 impl Arbitrary for Value {
     fn arbitrary(g: &mut Gen) -> Self {
         let dtype = AnyDType::arbitrary(g).0;
-        Value { dtype, bits: arbitrary_bits(g, dtype) }
+        Value {
+            dtype,
+            bits: arbitrary_bits(g, dtype),
+        }
     }
     fn shrink(&self) -> Box<dyn Iterator<Item = Self>> {
         let dt = self.dtype;
-        Box::new(shrink_bits(dt, self.bits).into_iter().map(move |bits| Value { dtype: dt, bits }))
+        Box::new(
+            shrink_bits(dt, self.bits)
+                .into_iter()
+                .map(move |bits| Value { dtype: dt, bits }),
+        )
     }
 }
 
@@ -179,12 +192,20 @@ pub struct IntPair {
 impl Arbitrary for IntPair {
     fn arbitrary(g: &mut Gen) -> Self {
         let dtype = IntDType::arbitrary(g).0;
-        IntPair { dtype, a: arbitrary_bits(g, dtype), b: arbitrary_bits(g, dtype) }
+        IntPair {
+            dtype,
+            a: arbitrary_bits(g, dtype),
+            b: arbitrary_bits(g, dtype),
+        }
     }
     fn shrink(&self) -> Box<dyn Iterator<Item = Self>> {
         let p = *self;
-        let a = shrink_bits(p.dtype, p.a).into_iter().map(move |a| IntPair { a, ..p });
-        let b = shrink_bits(p.dtype, p.b).into_iter().map(move |b| IntPair { b, ..p });
+        let a = shrink_bits(p.dtype, p.a)
+            .into_iter()
+            .map(move |a| IntPair { a, ..p });
+        let b = shrink_bits(p.dtype, p.b)
+            .into_iter()
+            .map(move |b| IntPair { b, ..p });
         Box::new(a.chain(b))
     }
 }
@@ -200,12 +221,20 @@ pub struct Pair {
 impl Arbitrary for Pair {
     fn arbitrary(g: &mut Gen) -> Self {
         let dtype = AnyDType::arbitrary(g).0;
-        Pair { dtype, a: arbitrary_bits(g, dtype), b: arbitrary_bits(g, dtype) }
+        Pair {
+            dtype,
+            a: arbitrary_bits(g, dtype),
+            b: arbitrary_bits(g, dtype),
+        }
     }
     fn shrink(&self) -> Box<dyn Iterator<Item = Self>> {
         let p = *self;
-        let a = shrink_bits(p.dtype, p.a).into_iter().map(move |a| Pair { a, ..p });
-        let b = shrink_bits(p.dtype, p.b).into_iter().map(move |b| Pair { b, ..p });
+        let a = shrink_bits(p.dtype, p.a)
+            .into_iter()
+            .map(move |a| Pair { a, ..p });
+        let b = shrink_bits(p.dtype, p.b)
+            .into_iter()
+            .map(move |b| Pair { b, ..p });
         Box::new(a.chain(b))
     }
 }
@@ -226,13 +255,24 @@ impl Arbitrary for Widening {
             .iter()
             .copied()
             .filter(|d| d.int_range().is_some_and(|(l, h)| l <= lo && hi <= h))
-            .chain(FLOAT_DTYPES.iter().copied().filter(|d| d.float_format().is_some_and(|f| f.man_bits + 1 >= from.bits())))
+            .chain(FLOAT_DTYPES.iter().copied().filter(|d| {
+                d.float_format()
+                    .is_some_and(|f| f.man_bits + 1 >= from.bits())
+            }))
             .collect();
-        Widening { from, wide: choose(g, &wider), bits: arbitrary_bits(g, from) }
+        Widening {
+            from,
+            wide: choose(g, &wider),
+            bits: arbitrary_bits(g, from),
+        }
     }
     fn shrink(&self) -> Box<dyn Iterator<Item = Self>> {
         let w = *self;
-        Box::new(shrink_bits(w.from, w.bits).into_iter().map(move |bits| Widening { bits, ..w }))
+        Box::new(
+            shrink_bits(w.from, w.bits)
+                .into_iter()
+                .map(move |bits| Widening { bits, ..w }),
+        )
     }
 }
 
@@ -272,7 +312,9 @@ mod laws {
                 let (q, r) = (alu(dop, dt, &[a, b]), alu(mop, dt, &[a, b]));
                 if let Some(u) = ub {
                     if q != Err(u) || r != Err(u) {
-                        return TestResult::error(format!("{dop}/{mop}: expected {u:?}, got {q:?} {r:?}"));
+                        return TestResult::error(format!(
+                            "{dop}/{mop}: expected {u:?}, got {q:?} {r:?}"
+                        ));
                     }
                     continue;
                 }
@@ -309,8 +351,14 @@ mod laws {
     #[test]
     fn widening_float_casts_round_trip() {
         fn prop(v: Value) -> TestResult {
-            let Some(f) = v.dtype.float_format() else { return TestResult::discard() };
-            let wide = if f.exp_bits <= 8 && f.man_bits <= 23 { Float32 } else { Float64 };
+            let Some(f) = v.dtype.float_format() else {
+                return TestResult::discard();
+            };
+            let wide = if f.exp_bits <= 8 && f.man_bits <= 23 {
+                Float32
+            } else {
+                Float64
+            };
             let wide = if wide == v.dtype { Float64 } else { wide };
             let back = cast(wide, v.dtype, cast(v.dtype, wide, v.bits).unwrap()).unwrap();
             if is_nan(v.dtype, v.bits) {
@@ -331,7 +379,12 @@ mod laws {
         fn prop(p: Pair) -> TestResult {
             let (dt, a, b) = (p.dtype, p.a, p.b);
             let c = |op, x, y| alu(op, dt, &[x, y]).unwrap();
-            let (lt, gt, eq, ne) = (c(Op::CMPLT, a, b), c(Op::CMPLT, b, a), c(Op::CMPEQ, a, b), c(Op::CMPNE, a, b));
+            let (lt, gt, eq, ne) = (
+                c(Op::CMPLT, a, b),
+                c(Op::CMPLT, b, a),
+                c(Op::CMPEQ, a, b),
+                c(Op::CMPNE, a, b),
+            );
             if lt == 1 && gt == 1 {
                 return TestResult::error("a < b and b < a");
             }
@@ -388,7 +441,11 @@ mod laws {
                 if alu(Op::NEG, dt, &[n]) != Ok(a & mask(dt)) {
                     return TestResult::error("NEG(NEG(x)) != x");
                 }
-                let same: Vec<DType> = DType::ALL.iter().copied().filter(|d| d.bits() == dt.bits() && !d.is_bool()).collect();
+                let same: Vec<DType> = DType::ALL
+                    .iter()
+                    .copied()
+                    .filter(|d| d.bits() == dt.bits() && !d.is_bool())
+                    .collect();
                 for to in same {
                     if bitcast(to, dt, bitcast(dt, to, a).unwrap()) != Some(a & mask(dt)) {
                         return TestResult::error(format!("bitcast via {to} does not round-trip"));
@@ -409,7 +466,9 @@ mod laws {
             let k = int(dt, p.b);
             let (l, r) = (alu(Op::SHL, dt, &[a, p.b]), alu(Op::SHR, dt, &[a, p.b]));
             if k < 0 || k >= dt.bits() as i128 {
-                return TestResult::from_bool(l == Err(Ub::ShiftOutOfRange) && r == Err(Ub::ShiftOutOfRange));
+                return TestResult::from_bool(
+                    l == Err(Ub::ShiftOutOfRange) && r == Err(Ub::ShiftOutOfRange),
+                );
             }
             let pow = wrap_i128(dt, 1i128 << k);
             let mul = if k == dt.bits() as i128 - 1 && dt.bits() == 64 {
@@ -443,9 +502,15 @@ mod laws {
                 extremes += (x == lo || x == hi) as u32;
             }
         }
-        assert!(nan > 20 && extremes > 20, "{nan} NaNs, {extremes} int extremes");
+        assert!(
+            nan > 20 && extremes > 20,
+            "{nan} NaNs, {extremes} int extremes"
+        );
         // Shrinking reaches 0.
-        let v = Value { dtype: Int32, bits: wrap_i128(Int32, -1000) };
+        let v = Value {
+            dtype: Int32,
+            bits: wrap_i128(Int32, -1000),
+        };
         assert!(v.shrink().any(|s| s.bits == 0));
     }
 }

@@ -80,7 +80,9 @@ impl Default for TensorConfig {
             max_rank: 3,
             max_dim: 4,
             max_elements: 48,
-            dtypes: vec![Int32, Float32, Int64, UInt8, Int8, Float16, UInt32, Int16, BFloat16, Float64],
+            dtypes: vec![
+                Int32, Float32, Int64, UInt8, Int8, Float16, UInt32, Int16, BFloat16, Float64,
+            ],
             edge_values: false,
             transcendental: true,
             devices: 2,
@@ -121,14 +123,28 @@ pub fn tensor_case(cfg: TensorConfig) -> impl Strategy<Value = Generated> {
 /// Interprets `recipe`. Always gives a valid case (a program whose every step was skipped
 /// still has its first buffer).
 pub fn build(recipe: &Recipe, cfg: &TensorConfig) -> Generated {
-    let mut b = Builder { ctx: Ctx::new(), pool: vec![], log: vec![], cfg };
+    let mut b = Builder {
+        ctx: Ctx::new(),
+        pool: vec![],
+        log: vec![],
+        cfg,
+    };
     for (k, code) in recipe.steps.iter().enumerate() {
         let mut c = Choices::new(code);
-        let kind = if b.pool.is_empty() { 0 } else { c.weighted(&b.weights()) };
+        let kind = if b.pool.is_empty() {
+            0
+        } else {
+            c.weighted(&b.weights())
+        };
         let made = b.step(kind, &mut c);
         match made {
             Ok(Some((t, what))) if t.numel() <= cfg.max_elements => {
-                b.log.push(format!("t{} = {what}  # {} {:?}", b.pool.len(), t.dtype(), t.shape()));
+                b.log.push(format!(
+                    "t{} = {what}  # {} {:?}",
+                    b.pool.len(),
+                    t.dtype(),
+                    t.shape()
+                ));
                 b.pool.push(t);
             }
             Ok(_) => b.log.push(format!("(step {k} skipped)")),
@@ -139,7 +155,8 @@ pub fn build(recipe: &Recipe, cfg: &TensorConfig) -> Generated {
         // Only possible for an empty recipe: one buffer.
         let mut c = Choices::new(&[]);
         if let Ok(Some((t, what))) = b.step(0, &mut c) {
-            b.log.push(format!("t0 = {what}  # {} {:?}", t.dtype(), t.shape()));
+            b.log
+                .push(format!("t0 = {what}  # {} {:?}", t.dtype(), t.shape()));
             b.pool.push(t);
         }
     }
@@ -153,8 +170,18 @@ pub fn build(recipe: &Recipe, cfg: &TensorConfig) -> Generated {
             outs.insert(0, other);
         }
     }
-    let outputs: Vec<(String, _)> = outs.iter().map(|&i| (format!("t{i}"), b.pool[i].id())).collect();
-    b.log.push(format!("outputs: {}", outputs.iter().map(|o| o.0.clone()).collect::<Vec<_>>().join(", ")));
+    let outputs: Vec<(String, _)> = outs
+        .iter()
+        .map(|&i| (format!("t{i}"), b.pool[i].id()))
+        .collect();
+    b.log.push(format!(
+        "outputs: {}",
+        outputs
+            .iter()
+            .map(|o| o.0.clone())
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
     let case = export(
         &b.ctx.graph(),
         &b.ctx.inputs(),
@@ -163,7 +190,11 @@ pub fn build(recipe: &Recipe, cfg: &TensorConfig) -> Generated {
         &["generated"],
     )
     .expect("the builder's graphs verify and have known inputs");
-    Generated { recipe: recipe.clone(), log: b.log, case }
+    Generated {
+        recipe: recipe.clone(),
+        log: b.log,
+        case,
+    }
 }
 
 struct Builder<'c> {
@@ -201,7 +232,13 @@ fn numel(s: &[usize]) -> usize {
 /// numpy's broadcast of two shapes, if they broadcast.
 fn broadcast(a: &[usize], b: &[usize]) -> Option<Vec<usize>> {
     let n = a.len().max(b.len());
-    let get = |s: &[usize], i: usize| if i + s.len() >= n { s[i + s.len() - n] } else { 1 };
+    let get = |s: &[usize], i: usize| {
+        if i + s.len() >= n {
+            s[i + s.len() - n]
+        } else {
+            1
+        }
+    };
     (0..n)
         .map(|i| match (get(a, i), get(b, i)) {
             (x, y) if x == y || y == 1 => Some(x),
@@ -218,7 +255,23 @@ fn fmt_dev(d: &Option<DeviceSpec>) -> String {
 impl Builder<'_> {
     fn weights(&self) -> Vec<u32> {
         // Same order as KINDS.
-        vec![2, 3, 7, 2, 2, 1, 6, 4, 3, 1, 1, 1, 2, 1, if self.cfg.multi_device { 3 } else { 0 }]
+        vec![
+            2,
+            3,
+            7,
+            2,
+            2,
+            1,
+            6,
+            4,
+            3,
+            1,
+            1,
+            1,
+            2,
+            1,
+            if self.cfg.multi_device { 3 } else { 0 },
+        ]
     }
 
     /// A tensor of the pool: the newest (the word 0) or any.
@@ -247,7 +300,8 @@ impl Builder<'_> {
             .filter(|t| {
                 t.dtype() == dtype
                     && t.device() == a.device()
-                    && broadcast(&t.shape(), &a.shape()).is_some_and(|s| numel(&s) <= self.cfg.max_elements)
+                    && broadcast(&t.shape(), &a.shape())
+                        .is_some_and(|s| numel(&s) <= self.cfg.max_elements)
             })
             .collect();
         if cands.is_empty() || !c.chance(75) {
@@ -265,8 +319,12 @@ impl Builder<'_> {
     }
 
     fn shape(&self, c: &mut Choices) -> Vec<usize> {
-        let rank = c.pick(&[1usize, 2, 2, 3, 1, 0, 3, 2]).min(self.cfg.max_rank);
-        let mut s: Vec<usize> = (0..rank).map(|_| 1 + c.below(self.cfg.max_dim.max(1))).collect();
+        let rank = c
+            .pick(&[1usize, 2, 2, 3, 1, 0, 3, 2])
+            .min(self.cfg.max_rank);
+        let mut s: Vec<usize> = (0..rank)
+            .map(|_| 1 + c.below(self.cfg.max_dim.max(1)))
+            .collect();
         while numel(&s) > self.cfg.max_elements {
             let i = (0..s.len()).max_by_key(|&i| s[i]).unwrap_or(0);
             s[i] -= 1;
@@ -283,8 +341,19 @@ impl Builder<'_> {
                 let r = rng.next_u64();
                 if dt.is_float() {
                     if edge && r.is_multiple_of(4) {
-                        let specials =
-                            [0.0, -0.0, f64::INFINITY, f64::NEG_INFINITY, f64::NAN, f64::MAX, -f64::MAX, 5e-324, 1e-40, 65504.0, 448.0];
+                        let specials = [
+                            0.0,
+                            -0.0,
+                            f64::INFINITY,
+                            f64::NEG_INFINITY,
+                            f64::NAN,
+                            f64::MAX,
+                            -f64::MAX,
+                            5e-324,
+                            1e-40,
+                            65504.0,
+                            448.0,
+                        ];
                         return from_f64(dt, specials[(r >> 8) as usize % specials.len()]);
                     }
                     let k = (r >> 8) % 81;
@@ -345,8 +414,15 @@ impl Builder<'_> {
             "clone" => {
                 let t = self.pool[self.pick(c)].clone();
                 let name = self.name(&t);
-                let dev = if c.chance(50) { Some(self.device(c)) } else { None };
-                Ok(Some((t.clone_storage(dev)?, format!("{name}.clone({dev:?})"))))
+                let dev = if c.chance(50) {
+                    Some(self.device(c))
+                } else {
+                    None
+                };
+                Ok(Some((
+                    t.clone_storage(dev)?,
+                    format!("{name}.clone({dev:?})"),
+                )))
             }
             "assign" => self.assign(c),
             "latest" => {
@@ -419,14 +495,18 @@ impl Builder<'_> {
             };
             (r, format!("{an}.{op}({bname})"))
         } else if dt.is_int() {
-            let op =
-                c.pick(&["add", "sub", "mul", "maximum", "minimum", "lt", "eq", "ne", "and", "or", "xor", "divmod", "divmod", "shift"]);
+            let op = c.pick(&[
+                "add", "sub", "mul", "maximum", "minimum", "lt", "eq", "ne", "and", "or", "xor",
+                "divmod", "divmod", "shift",
+            ]);
             match op {
                 "divmod" => {
                     let which = c.pick(&["cdiv", "cmod", "floordiv", "floormod"]);
                     // A divisor that is never 0 (and never -1: no INT_MIN / -1).
                     let (d, dn): (Operand, String) = match &partner {
-                        Some(p) if c.chance(60) => (p.and(7)?.add(1)?.into(), format!("({bname} & 7) + 1")),
+                        Some(p) if c.chance(60) => {
+                            (p.and(7)?.add(1)?.into(), format!("({bname} & 7) + 1"))
+                        }
                         _ => {
                             let v = if dt.is_signed_int() {
                                 c.pick(&[2i128, 3, 1, 4, 5, 7, -2, -3])
@@ -447,7 +527,10 @@ impl Builder<'_> {
                 "shift" => {
                     let bits = dt.bits() as i128;
                     let (s, sn): (Operand, String) = match &partner {
-                        Some(p) if c.chance(50) => (p.and(Scalar::Int(bits - 1))?.into(), format!("{bname} & {}", bits - 1)),
+                        Some(p) if c.chance(50) => (
+                            p.and(Scalar::Int(bits - 1))?.into(),
+                            format!("{bname} & {}", bits - 1),
+                        ),
                         _ => {
                             let v = c.below(bits as usize) as i128;
                             (Operand::Scalar(Scalar::Int(v)), v.to_string())
@@ -455,7 +538,10 @@ impl Builder<'_> {
                     };
                     let left = c.chance(50);
                     let r = if left { a.shl(s)? } else { a.shr(s)? };
-                    (r, format!("{an}.{}({sn})", if left { "shl" } else { "shr" }))
+                    (
+                        r,
+                        format!("{an}.{}({sn})", if left { "shl" } else { "shr" }),
+                    )
                 }
                 _ => {
                     let r = match op {
@@ -475,7 +561,10 @@ impl Builder<'_> {
                 }
             }
         } else {
-            let mut ops = vec!["add", "sub", "mul", "maximum", "minimum", "lt", "eq", "ne", "fdiv", "div", "mulacc"];
+            let mut ops = vec![
+                "add", "sub", "mul", "maximum", "minimum", "lt", "eq", "ne", "fdiv", "div",
+                "mulacc",
+            ];
             if self.cfg.transcendental {
                 ops.push("pow");
             }
@@ -504,7 +593,12 @@ impl Builder<'_> {
 
     fn where_(&mut self, c: &mut Choices) -> R<Made> {
         let a = self.pool[self.pick(c)].clone();
-        let bools: Vec<Tensor> = self.pool.iter().filter(|t| t.dtype() == Bool && t.device() == a.device()).cloned().collect();
+        let bools: Vec<Tensor> = self
+            .pool
+            .iter()
+            .filter(|t| t.dtype() == Bool && t.device() == a.device())
+            .cloned()
+            .collect();
         let (cond, cn) = if !bools.is_empty() && c.chance(60) {
             let t = bools[c.below(bools.len())].clone();
             let n = self.name(&t);
@@ -536,7 +630,11 @@ impl Builder<'_> {
         let from = t.dtype();
         let src = if from.is_float() && (to.is_int()) {
             // Clamp first so that the conversion is defined (NaN still is not).
-            let (lo, hi) = if to.is_signed_int() { (-100.0, 100.0) } else { (0.0, 100.0) };
+            let (lo, hi) = if to.is_signed_int() {
+                (-100.0, 100.0)
+            } else {
+                (0.0, 100.0)
+            };
             t.maximum(lo)?.minimum(hi)?
         } else {
             t.clone()
@@ -549,8 +647,11 @@ impl Builder<'_> {
         let t = self.pool[self.pick(c)].clone();
         let name = self.name(&t);
         let from = t.dtype();
-        let same: Vec<DType> =
-            DType::ALL.iter().copied().filter(|d| d.bits() == from.bits() && *d != from && !d.is_bool() && !from.is_bool()).collect();
+        let same: Vec<DType> = DType::ALL
+            .iter()
+            .copied()
+            .filter(|d| d.bits() == from.bits() && *d != from && !d.is_bool() && !from.is_bool())
+            .collect();
         if same.is_empty() {
             return Ok(None);
         }
@@ -598,7 +699,15 @@ impl Builder<'_> {
                 (t.permute(&perm)?, format!("{name}.permute({perm:?})"))
             }
             2 => {
-                let pads: Vec<(usize, usize)> = (0..nd).map(|_| if c.chance(50) { (c.below(3), c.below(3)) } else { (0, 0) }).collect();
+                let pads: Vec<(usize, usize)> = (0..nd)
+                    .map(|_| {
+                        if c.chance(50) {
+                            (c.below(3), c.below(3))
+                        } else {
+                            (0, 0)
+                        }
+                    })
+                    .collect();
                 let grown: usize = s.iter().zip(&pads).map(|(d, p)| d + p.0 + p.1).product();
                 if grown > max {
                     return Ok(None);
@@ -665,8 +774,16 @@ impl Builder<'_> {
                 (t.permute(&perm)?, format!("{name}.permute({perm:?})"))
             }
             1 => {
-                let ranges: Vec<(usize, usize)> =
-                    s.iter().map(|&d| if d > 1 && c.chance(60) { (c.below(2).min(d - 1), d) } else { (0, d) }).collect();
+                let ranges: Vec<(usize, usize)> = s
+                    .iter()
+                    .map(|&d| {
+                        if d > 1 && c.chance(60) {
+                            (c.below(2).min(d - 1), d)
+                        } else {
+                            (0, d)
+                        }
+                    })
+                    .collect();
                 (t.shrink(&ranges)?, format!("{name}.shrink({ranges:?})"))
             }
             _ => {
@@ -676,7 +793,11 @@ impl Builder<'_> {
         };
         let n = v.numel();
         let rank = 1 + c.below(3);
-        let new = if c.chance(50) { vec![n] } else { self.factor(c, n, rank) };
+        let new = if c.chance(50) {
+            vec![n]
+        } else {
+            self.factor(c, n, rank)
+        };
         let r = v.reshape(&new)?;
         Ok(Some((r, format!("{vn}.reshape({new:?})"))))
     }
@@ -693,7 +814,11 @@ impl Builder<'_> {
             axes.push(c.below(nd));
         }
         let keep = c.chance(30);
-        let op = if t.dtype().is_bool() { "max" } else { c.pick(&["sum", "max", "min", "prod", "sum"]) };
+        let op = if t.dtype().is_bool() {
+            "max"
+        } else {
+            c.pick(&["sum", "max", "min", "prod", "sum"])
+        };
         let r = match (op, keep) {
             ("sum", false) => t.sum(&axes)?,
             ("sum", true) => t.sum_keepdim(&axes)?,
@@ -704,7 +829,13 @@ impl Builder<'_> {
             ("prod", false) => t.prod(&axes)?,
             _ => t.prod_keepdim(&axes)?,
         };
-        Ok(Some((r, format!("{name}.{op}({axes:?}{})", if keep { ", keepdim" } else { "" }))))
+        Ok(Some((
+            r,
+            format!(
+                "{name}.{op}({axes:?}{})",
+                if keep { ", keepdim" } else { "" }
+            ),
+        )))
     }
 
     fn copy(&mut self, c: &mut Choices) -> R<Made> {
@@ -712,8 +843,13 @@ impl Builder<'_> {
         let name = self.name(&t);
         let dev = self.device(c);
         let always = c.chance(50);
-        let r = if always && !matches!(t.device(), Some(DeviceSpec::Multi(_))) { t.copy_to(dev)? } else { t.to(dev)? };
-        Ok((r.id() != t.id()).then(|| (r, format!("{name}.to({dev}) from {}", fmt_dev(&t.device())))))
+        let r = if always && !matches!(t.device(), Some(DeviceSpec::Multi(_))) {
+            t.copy_to(dev)?
+        } else {
+            t.to(dev)?
+        };
+        Ok((r.id() != t.id())
+            .then(|| (r, format!("{name}.to({dev}) from {}", fmt_dev(&t.device())))))
     }
 
     fn assign(&mut self, c: &mut Choices) -> R<Made> {
@@ -738,7 +874,11 @@ impl Builder<'_> {
         let cands: Vec<Tensor> = self
             .pool
             .iter()
-            .filter(|t| t.dtype() == dt && t.id() != target.id() && broadcast(&t.shape(), &want).is_some_and(|b| b == want))
+            .filter(|t| {
+                t.dtype() == dt
+                    && t.id() != target.id()
+                    && broadcast(&t.shape(), &want).is_some_and(|b| b == want)
+            })
             .cloned()
             .collect();
         let (value, vn): (Operand, String) = if !cands.is_empty() && c.chance(70) {
@@ -749,8 +889,16 @@ impl Builder<'_> {
             let lit = self.literal(c, dt);
             (Operand::Scalar(lit), format!("{lit:?}"))
         };
-        let r = if slice { target.assign_slice(&ranges, value)? } else { target.assign(value)? };
-        let what = if slice { format!("{name}[{ranges:?}] = {vn}") } else { format!("{name}.assign({vn})") };
+        let r = if slice {
+            target.assign_slice(&ranges, value)?
+        } else {
+            target.assign(value)?
+        };
+        let what = if slice {
+            format!("{name}[{ranges:?}] = {vn}")
+        } else {
+            format!("{name}.assign({vn})")
+        };
         Ok(Some((r, what)))
     }
 
@@ -764,14 +912,24 @@ impl Builder<'_> {
         let devices: Vec<Device> = (0..n as u32).map(Device::cpu).collect();
         let s = t.shape();
         let axes: Vec<usize> = (0..s.len()).filter(|&a| s[a].is_multiple_of(n)).collect();
-        let axis = if !axes.is_empty() && c.chance(70) { Some(axes[c.below(axes.len())]) } else { None };
+        let axis = if !axes.is_empty() && c.chance(70) {
+            Some(axes[c.below(axes.len())])
+        } else {
+            None
+        };
         let m = t.shard(&devices, axis)?;
         let (r, what) = match c.below(3) {
             0 => match axis {
-                Some(a) => (m.sum(&[a])?, format!("{name}.shard({n}, {axis:?}).sum([{a}])")),
+                Some(a) => (
+                    m.sum(&[a])?,
+                    format!("{name}.shard({n}, {axis:?}).sum([{a}])"),
+                ),
                 None => (m.add(&m)?, format!("{name}.shard({n}, None).add(self)")),
             },
-            1 => (m.mul(&m)?.to(Device::CPU)?, format!("({name}.shard({n}, {axis:?}))².to(CPU)")),
+            1 => (
+                m.mul(&m)?.to(Device::CPU)?,
+                format!("({name}.shard({n}, {axis:?}))².to(CPU)"),
+            ),
             _ => (m.clone(), format!("{name}.shard({n}, {axis:?})")),
         };
         Ok(Some((r, what)))
@@ -800,7 +958,10 @@ mod tests {
                 ok += 1;
             }
         }
-        assert!(ok > 270, "{ok} of 300 generated cases run through the oracle");
+        assert!(
+            ok > 270,
+            "{ok} of 300 generated cases run through the oracle"
+        );
         for op in [
             Op::PERMUTE,
             Op::RESHAPE,
@@ -825,7 +986,15 @@ mod tests {
         let draw = || {
             let mut runner = seeded_runner(1, 99, 0);
             let s = tensor_case(TensorConfig::default());
-            (0..50).map(|_| s.new_tree(&mut runner).unwrap().current().case.to_canonical_string()).collect::<Vec<_>>()
+            (0..50)
+                .map(|_| {
+                    s.new_tree(&mut runner)
+                        .unwrap()
+                        .current()
+                        .case
+                        .to_canonical_string()
+                })
+                .collect::<Vec<_>>()
         };
         assert_eq!(draw(), draw());
     }
@@ -840,16 +1009,24 @@ mod tests {
 
     #[test]
     fn multi_device_programs_run_on_the_oracle() {
-        let cfg = TensorConfig { multi_device: true, ..TensorConfig::default() };
+        let cfg = TensorConfig {
+            multi_device: true,
+            ..TensorConfig::default()
+        };
         let mut runner = seeded_runner(1, 7, 0);
         let s = tensor_case(cfg);
         let mut multi = 0;
         for _ in 0..200 {
             let g = s.new_tree(&mut runner).unwrap().current();
-            if g.case.graph.iter().any(|n| matches!(n.op, Op::MSTACK | Op::ALLREDUCE) || (n.op == Op::COPY && n.arg.is_array())) {
+            if g.case.graph.iter().any(|n| {
+                matches!(n.op, Op::MSTACK | Op::ALLREDUCE) || (n.op == Op::COPY && n.arg.is_array())
+            }) {
                 multi += 1;
                 let r = crate::run::run_oracle(&g.case);
-                assert!(r.is_ok() || matches!(r, Err(crate::run::RunError::Oracle(_))), "{g:?}");
+                assert!(
+                    r.is_ok() || matches!(r, Err(crate::run::RunError::Oracle(_))),
+                    "{g:?}"
+                );
             }
         }
         assert!(multi > 10, "{multi}");

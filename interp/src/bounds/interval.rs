@@ -78,11 +78,17 @@ impl Iv {
         if lo.is_nan() || hi.is_nan() {
             return Err(Why::Nan);
         }
-        Ok(Iv { lo: lo.min(hi), hi: hi.max(lo) })
+        Ok(Iv {
+            lo: lo.min(hi),
+            hi: hi.max(lo),
+        })
     }
 
     pub fn hull(self, o: Iv) -> Iv {
-        Iv { lo: self.lo.min(o.lo), hi: self.hi.max(o.hi) }
+        Iv {
+            lo: self.lo.min(o.lo),
+            hi: self.hi.max(o.hi),
+        }
     }
 
     pub fn contains(self, x: f64) -> bool {
@@ -108,7 +114,10 @@ impl Iv {
     }
 
     pub fn negated(self) -> Iv {
-        Iv { lo: -self.hi, hi: -self.lo }
+        Iv {
+            lo: -self.hi,
+            hi: -self.lo,
+        }
     }
 }
 
@@ -275,7 +284,10 @@ pub fn mul_exact(a: Iv, b: Iv) -> R<Iv> {
             if p.is_nan() {
                 return Err(Why::Nan);
             }
-            let exact = x == 0.0 || y == 0.0 || !p.is_finite() || (p.abs() >= SAFE && x.mul_add(y, -p) == 0.0);
+            let exact = x == 0.0
+                || y == 0.0
+                || !p.is_finite()
+                || (p.abs() >= SAFE && x.mul_add(y, -p) == 0.0);
             let (l, h) = if exact { (p, p) } else { (down(p), up(p)) };
             lo = lo.min(l);
             hi = hi.max(h);
@@ -315,7 +327,10 @@ pub fn mulacc(dt: DType, a: Iv, b: Iv, c: Iv) -> R<Iv> {
 }
 
 pub fn max(a: Iv, b: Iv) -> Iv {
-    Iv { lo: a.lo.max(b.lo), hi: a.hi.max(b.hi) }
+    Iv {
+        lo: a.lo.max(b.lo),
+        hi: a.hi.max(b.hi),
+    }
 }
 
 pub fn trunc(dt: DType, a: Iv) -> R<Iv> {
@@ -384,7 +399,10 @@ pub fn flush(dt: DType, a: &mut Iv) -> bool {
 /// ±n steps on `dt`'s line around the interval (a declared ULP budget).
 pub fn widen_ulps(dt: DType, a: Iv, n: u64) -> Iv {
     let n = n as i128;
-    Iv { lo: ulp::step_real(dt, a.lo, -n), hi: ulp::step_real(dt, a.hi, n) }
+    Iv {
+        lo: ulp::step_real(dt, a.lo, -n),
+        hi: ulp::step_real(dt, a.hi, n),
+    }
 }
 
 /// γ(n) = n·u / (1 − n·u), rounded up; None when n·u ≥ 1.
@@ -451,7 +469,10 @@ mod tests {
         let (a, b) = (0.1f64, 0.7f64);
         assert!(sum_down(a, b) <= 0.8 && sum_up(a, b) >= 0.8);
         assert!(mul_down(a, b) <= mul_up(a, b));
-        assert_eq!(gamma(2, 2f64.powi(-24)).map(|g| g > 2.0 * 2f64.powi(-24)), Some(true));
+        assert_eq!(
+            gamma(2, 2f64.powi(-24)).map(|g| g > 2.0 * 2f64.powi(-24)),
+            Some(true)
+        );
         assert_eq!(gamma(1 << 24, 2f64.powi(-24)), None);
     }
 }

@@ -123,7 +123,13 @@ impl Bounds {
 
 /// Computes the bounds of every node `roots` depend on, from the oracle's evaluation of the same
 /// graph (which must have evaluated at least these roots).
-pub fn analyze(g: &Graph, ver: &Verified, ev: &Evaluation, roots: &[NodeId], tol: &Tolerances) -> Result<Bounds> {
+pub fn analyze(
+    g: &Graph,
+    ver: &Verified,
+    ev: &Evaluation,
+    roots: &[NodeId],
+    tol: &Tolerances,
+) -> Result<Bounds> {
     let mut p = Pass {
         g,
         ver,
@@ -169,15 +175,23 @@ type Comps = Vec<Vec<Bound>>;
 
 impl Pass<'_> {
     fn err(&self, id: NodeId, reason: impl Into<String>) -> Error {
-        Error::Eval { node: id, op: self.g.node(id).op, reason: format!("bounds: {}", reason.into()) }
+        Error::Eval {
+            node: id,
+            op: self.g.node(id).op,
+            reason: format!("bounds: {}", reason.into()),
+        }
     }
 
     fn value(&self, id: NodeId) -> Result<&Value> {
-        self.ev.value(id).ok_or_else(|| self.err(id, "the oracle has no value for this node"))
+        self.ev
+            .value(id)
+            .ok_or_else(|| self.err(id, "the oracle has no value for this node"))
     }
 
     fn bounds(&self, id: NodeId) -> Result<&NodeBounds> {
-        self.nodes[id.index()].as_ref().ok_or_else(|| self.err(id, "bounds needed before they were computed"))
+        self.nodes[id.index()]
+            .as_ref()
+            .ok_or_else(|| self.err(id, "bounds needed before they were computed"))
     }
 
     fn node(&mut self, id: NodeId) -> Result<()> {
@@ -193,8 +207,17 @@ impl Pass<'_> {
         let comps: Option<Comps> = match n.op {
             Op::BUFFER => {
                 let v = self.value(id)?;
-                let comps: Vec<Vec<Elem>> = v.data.components().iter().map(|c| vec![Elem::Bits(0); c.len()]).collect();
-                let state = Version { buffer: id, made_by: None, comps: Rc::new(comps) };
+                let comps: Vec<Vec<Elem>> = v
+                    .data
+                    .components()
+                    .iter()
+                    .map(|c| vec![Elem::Bits(0); c.len()])
+                    .collect();
+                let state = Version {
+                    buffer: id,
+                    made_by: None,
+                    comps: Rc::new(comps),
+                };
                 let b = self.view_of(&state, &[]);
                 self.states.insert(id, (state, vec![]));
                 Some(b)
@@ -206,7 +229,11 @@ impl Pass<'_> {
             }
             Op::AFTER => match storage_view(g, n.src[0]) {
                 Some((root, chain)) => {
-                    let (base, inner) = self.states.get(&root).cloned().ok_or_else(|| self.err(root, "storage not evaluated"))?;
+                    let (base, inner) = self
+                        .states
+                        .get(&root)
+                        .cloned()
+                        .ok_or_else(|| self.err(root, "storage not evaluated"))?;
                     let state = self.versions.after(g, id, base, &n.src[1..])?;
                     let chain: Vec<NodeId> = inner.into_iter().chain(chain).collect();
                     let b = self.view_of(&state, &chain);
@@ -219,7 +246,9 @@ impl Pass<'_> {
                 None => Some(self.bounds(n.src[0])?.comps.clone()),
             },
             Op::SINK | Op::GROUP => None,
-            Op::PARAM | Op::CALL => return Err(self.err(id, "inline CALLs before computing bounds")),
+            Op::PARAM | Op::CALL => {
+                return Err(self.err(id, "inline CALLs before computing bounds"))
+            }
             Op::CONTIGUOUS | Op::DETACH => Some(self.bounds(n.src[0])?.comps.clone()),
             Op::COPY => {
                 let x = self.bounds(n.src[0])?.comps.clone();
@@ -235,7 +264,12 @@ impl Pass<'_> {
                 };
                 Some(vec![self.bounds(n.src[0])?.comps[i].clone()])
             }
-            Op::MSTACK => Some(n.src.iter().map(|&s| Ok(self.bounds(s)?.comps[0].clone())).collect::<Result<Vec<_>>>()?),
+            Op::MSTACK => Some(
+                n.src
+                    .iter()
+                    .map(|&s| Ok(self.bounds(s)?.comps[0].clone()))
+                    .collect::<Result<Vec<_>>>()?,
+            ),
             Op::UNSHARD => {
                 let Arg::Axis(axis) = n.arg else {
                     return Err(self.err(id, "UNSHARD without an axis"));
@@ -252,7 +286,11 @@ impl Pass<'_> {
             op if op.is_movement() => {
                 let shape = self.value(n.src[0])?.shape.clone();
                 let x = &self.bounds(n.src[0])?.comps;
-                Some(x.iter().map(|comp| movement::apply(n.op, &n.arg, &shape, comp, &Bound::Exact)).collect())
+                Some(
+                    x.iter()
+                        .map(|comp| movement::apply(n.op, &n.arg, &shape, comp, &Bound::Exact))
+                        .collect(),
+                )
             }
             Op::REDUCE => {
                 let Arg::Reduce { op, axes, .. } = n.arg else {
@@ -295,15 +333,29 @@ impl Pass<'_> {
         }
         let n = self.g.node(id);
         let info = self.ver.info(id);
-        let operand_dt = n.src.last().map(|&s| self.ver.info(s).dtype).unwrap_or(info.dtype);
+        let operand_dt = n
+            .src
+            .last()
+            .map(|&s| self.ver.info(s).dtype)
+            .unwrap_or(info.dtype);
         if c.reassoc {
             match (n.op, &n.arg) {
                 (Op::REDUCE, Arg::Reduce { op, axes, .. }) => {
-                    let terms: usize = self.ev.value(n.src[0]).map_or(0, |v| v.shape[..*axes].iter().product());
-                    notes.insert(format!("reassociate_reductions: REDUCE {op} of {terms} {} terms", info.dtype));
+                    let terms: usize = self
+                        .ev
+                        .value(n.src[0])
+                        .map_or(0, |v| v.shape[..*axes].iter().product());
+                    notes.insert(format!(
+                        "reassociate_reductions: REDUCE {op} of {terms} {} terms",
+                        info.dtype
+                    ));
                 }
                 (Op::ALLREDUCE, Arg::AllReduce { op, devices }) => {
-                    notes.insert(format!("reassociate_allreduce: ALLREDUCE {op} over {} devices ({})", devices.len(), info.dtype));
+                    notes.insert(format!(
+                        "reassociate_allreduce: ALLREDUCE {op} over {} devices ({})",
+                        devices.len(),
+                        info.dtype
+                    ));
                 }
                 _ => {}
             }
@@ -316,7 +368,9 @@ impl Pass<'_> {
             notes.insert(format!("flush_subnormals: {operand_dt}"));
         }
         if c.contract {
-            notes.insert(format!("contract_mul_add: MUL {operand_dt} may be fused into an add"));
+            notes.insert(format!(
+                "contract_mul_add: MUL {operand_dt} may be fused into an add"
+            ));
         }
     }
 
@@ -343,11 +397,17 @@ impl Pass<'_> {
             Some(DeviceSpec::Multi(_)) => &state.comps[..],
             _ => &state.comps[..1],
         };
-        let mut comps: Comps = raw.iter().map(|c| c.iter().map(|e| self.resolve(e)).collect()).collect();
+        let mut comps: Comps = raw
+            .iter()
+            .map(|c| c.iter().map(|e| self.resolve(e)).collect())
+            .collect();
         let mut shape = vec![state.comps[0].len()];
         for &m in chain {
             let mn = self.g.node(m);
-            comps = comps.iter().map(|c| movement::apply(mn.op, &mn.arg, &shape, c, &Bound::Exact)).collect();
+            comps = comps
+                .iter()
+                .map(|c| movement::apply(mn.op, &mn.arg, &shape, c, &Bound::Exact))
+                .collect();
             shape = movement_shape(mn.op, &mn.arg, &shape).unwrap_or_default();
         }
         comps
@@ -356,8 +416,13 @@ impl Pass<'_> {
     fn store(&mut self, id: NodeId, notes: &mut BTreeSet<String>) -> Result<()> {
         let g = self.g;
         let n = g.node(id);
-        let (root, chain) = storage_view(g, n.src[0]).ok_or_else(|| self.err(id, "STORE target is not storage"))?;
-        let (base, inner) = self.states.get(&root).cloned().ok_or_else(|| self.err(root, "storage not evaluated"))?;
+        let (root, chain) =
+            storage_view(g, n.src[0]).ok_or_else(|| self.err(id, "STORE target is not storage"))?;
+        let (base, inner) = self
+            .states
+            .get(&root)
+            .cloned()
+            .ok_or_else(|| self.err(root, "storage not evaluated"))?;
         let chain: Vec<NodeId> = inner.into_iter().chain(chain).collect();
         let size = base.comps[0].len();
         let mut idx: Vec<Option<usize>> = (0..size).map(Some).collect();
@@ -385,7 +450,10 @@ impl Pass<'_> {
                 }
             }
         }
-        self.store_notes.entry(base.buffer).or_default().extend(value.notes.iter().cloned());
+        self.store_notes
+            .entry(base.buffer)
+            .or_default()
+            .extend(value.notes.iter().cloned());
         notes.extend(value.notes.iter().cloned());
         self.versions.record_store(id, &base, comps);
         Ok(())
@@ -396,8 +464,16 @@ impl Pass<'_> {
     fn alu(&self, id: NodeId, c: &mut Contrib) -> Result<Comps> {
         let n = self.g.node(id);
         let info = self.ver.info(id);
-        let srcs: Vec<(&Value, &NodeBounds)> = n.src.iter().map(|&s| Ok((self.value(s)?, self.bounds(s)?))).collect::<Result<_>>()?;
-        let operand_dt = if n.op == Op::WHERE { srcs[1].0.dtype } else { srcs[0].0.dtype };
+        let srcs: Vec<(&Value, &NodeBounds)> = n
+            .src
+            .iter()
+            .map(|&s| Ok((self.value(s)?, self.bounds(s)?)))
+            .collect::<Result<_>>()?;
+        let operand_dt = if n.op == Op::WHERE {
+            srcs[1].0.dtype
+        } else {
+            srcs[0].0.dtype
+        };
         let out = self.value(id)?;
         let numel: usize = info.shape.iter().product();
         let ncomp = out.data.components().len();
@@ -421,7 +497,15 @@ impl Pass<'_> {
         Ok(comps)
     }
 
-    fn alu_elem(&self, op: Op, dt: DType, rdt: DType, ops: &[(Bound, Elem)], res: Elem, c: &mut Contrib) -> Bound {
+    fn alu_elem(
+        &self,
+        op: Op,
+        dt: DType,
+        rdt: DType,
+        ops: &[(Bound, Elem)],
+        res: Elem,
+        c: &mut Contrib,
+    ) -> Bound {
         let Elem::Bits(r) = res else {
             return Bound::Exact;
         };
@@ -446,17 +530,29 @@ impl Pass<'_> {
         }
         let all_exact = ops.iter().all(|(b, _)| b.is_exact());
         if !dt.is_float() {
-            return if all_exact { Bound::Exact } else { Bound::Unbounded(Why::Source) };
+            return if all_exact {
+                Bound::Exact
+            } else {
+                Bound::Unbounded(Why::Source)
+            };
         }
         let float_result = rdt.is_float();
-        let budget = if float_result { self.tol.ulp_budget(op, dt) } else { 0 };
+        let budget = if float_result {
+            self.tol.ulp_budget(op, dt)
+        } else {
+            0
+        };
         let ftz = self.tol.flushes(dt);
         let contract = self.tol.contract_mul_add && op == Op::MUL;
         if all_exact {
-            let sub = ftz && (bits[..ops.len()].iter().any(|&b| ulp::is_subnormal(dt, b)) || (float_result && ulp::is_subnormal(rdt, r)));
+            let sub = ftz
+                && (bits[..ops.len()].iter().any(|&b| ulp::is_subnormal(dt, b))
+                    || (float_result && ulp::is_subnormal(rdt, r)));
             let fused_differs = contract && {
                 let (x, y) = (to_f64(dt, bits[0]), to_f64(dt, bits[1]));
-                !(x * y).is_nan() && interval::mul_exact(Iv { lo: x, hi: x }, Iv { lo: y, hi: y }) != Iv::point(to_f64(rdt, r))
+                !(x * y).is_nan()
+                    && interval::mul_exact(Iv { lo: x, hi: x }, Iv { lo: y, hi: y })
+                        != Iv::point(to_f64(rdt, r))
             };
             if budget == 0 && !sub && !fused_differs {
                 return Bound::Exact;
@@ -645,7 +741,15 @@ impl Pass<'_> {
         for (i, &r) in res.iter().enumerate() {
             xs.clear();
             xs.extend((0..ncomp).map(|k| (xb.comps[k][i], x.data.components()[k][i])));
-            bs.push(self.fold(op, out.dtype, &xs, r, false, self.tol.reassociate_allreduce, c));
+            bs.push(self.fold(
+                op,
+                out.dtype,
+                &xs,
+                r,
+                false,
+                self.tol.reassociate_allreduce,
+                c,
+            ));
         }
         Ok(vec![bs; out.data.components().len()])
     }
@@ -653,8 +757,19 @@ impl Pass<'_> {
     /// The bound of one reduced element: the canonical sequential fold (from the identity for
     /// REDUCE, from the first component for ALLREDUCE), or any order when `reassoc`.
     #[allow(clippy::too_many_arguments)]
-    fn fold(&self, op: Op, dt: DType, xs: &[(Bound, Elem)], res: Elem, from_identity: bool, reassoc: bool, c: &mut Contrib) -> Bound {
-        if matches!(res, Elem::Uninit { .. }) || xs.iter().any(|(_, e)| matches!(e, Elem::Uninit { .. })) {
+    fn fold(
+        &self,
+        op: Op,
+        dt: DType,
+        xs: &[(Bound, Elem)],
+        res: Elem,
+        from_identity: bool,
+        reassoc: bool,
+        c: &mut Contrib,
+    ) -> Bound {
+        if matches!(res, Elem::Uninit { .. })
+            || xs.iter().any(|(_, e)| matches!(e, Elem::Uninit { .. }))
+        {
             return Bound::Exact;
         }
         let bits = |e: &Elem| match e {
@@ -665,7 +780,11 @@ impl Pass<'_> {
         if !dt.is_float() {
             // Wrapping integer +, ×, bool ∨ ∧ and integer max are associative and commutative:
             // every order gives the same bits.
-            return if all_exact { Bound::Exact } else { Bound::Unbounded(Why::Source) };
+            return if all_exact {
+                Bound::Exact
+            } else {
+                Bound::Unbounded(Why::Source)
+            };
         }
         let ftz = self.tol.flushes(dt);
         let n = xs.len();
@@ -702,7 +821,13 @@ impl Pass<'_> {
                     if all_exact && !ftz && !xs.iter().any(|(_, e)| to_f64(dt, bits(e)) == 0.0) {
                         return Bound::Exact;
                     }
-                    Ok(ivs.iter().fold(Iv { lo: f64::NEG_INFINITY, hi: f64::NEG_INFINITY }, |a, &b| interval::max(a, b)))
+                    Ok(ivs.iter().fold(
+                        Iv {
+                            lo: f64::NEG_INFINITY,
+                            hi: f64::NEG_INFINITY,
+                        },
+                        |a, &b| interval::max(a, b),
+                    ))
                 }
                 _ => Err(Why::NotMonotone),
             };
@@ -719,7 +844,10 @@ impl Pass<'_> {
             return Bound::Exact;
         }
         let (mut acc, rest) = if from_identity {
-            (Iv::point(to_f64(dt, reduce_identity(op, dt))).unwrap_or(Iv { lo: 0.0, hi: 0.0 }), &ivs[..])
+            (
+                Iv::point(to_f64(dt, reduce_identity(op, dt))).unwrap_or(Iv { lo: 0.0, hi: 0.0 }),
+                &ivs[..],
+            )
         } else {
             match ivs.split_first() {
                 Some((f, rest)) => (*f, rest),

@@ -84,7 +84,11 @@ pub fn round_down(dt: DType, x: f64) -> f64 {
     let b = from_f64(dt, x);
     if is_nan(dt, b) {
         // Only fp8e4m3 maps a (finite, huge) value to NaN through from_f64's infinity rule.
-        return if x > 0.0 { to_f64(dt, from_ordinal(dt, max_ordinal(dt))) } else { f64::NEG_INFINITY };
+        return if x > 0.0 {
+            to_f64(dt, from_ordinal(dt, max_ordinal(dt)))
+        } else {
+            f64::NEG_INFINITY
+        };
     }
     let v = to_f64(dt, b);
     if v <= x {
@@ -108,7 +112,11 @@ pub fn step_real(dt: DType, x: f64, n: i128) -> f64 {
     if n == 0 {
         return x;
     }
-    let start = if n < 0 { round_down(dt, x) } else { round_up(dt, x) };
+    let start = if n < 0 {
+        round_down(dt, x)
+    } else {
+        round_up(dt, x)
+    };
     let has_inf = dt.float_format().is_some_and(|f| f.has_inf);
     if start.is_infinite() && (!has_inf || (start > 0.0) == (n > 0)) {
         // Already beyond the line's end in the direction of travel (or off a line without ±inf).
@@ -147,7 +155,8 @@ pub fn max_finite(dt: DType) -> f64 {
 
 /// The unit roundoff u = 2^−p of a float dtype (p = mantissa bits + 1).
 pub fn unit_roundoff(dt: DType) -> f64 {
-    dt.float_format().map_or(0.0, |ff| 2f64.powi(-(ff.man_bits as i32 + 1)))
+    dt.float_format()
+        .map_or(0.0, |ff| 2f64.powi(-(ff.man_bits as i32 + 1)))
 }
 
 /// Whether `bits` is a nonzero subnormal of the float dtype `dt`.
@@ -176,7 +185,10 @@ mod tests {
         assert_eq!(step(f, 0x7f80_0000, 5), 0x7f80_0000);
         // 0.1f32 is just above 0.1
         assert_eq!(round_up(f, 0.1), 0.1f32 as f64);
-        assert_eq!(round_down(f, 0.1), f32::from_bits(0.1f32.to_bits() - 1) as f64);
+        assert_eq!(
+            round_down(f, 0.1),
+            f32::from_bits(0.1f32.to_bits() - 1) as f64
+        );
         assert_eq!(round_down(f, 1.0), 1.0);
         assert_eq!(round_down(f, -1e39), f64::NEG_INFINITY);
         assert_eq!(round_up(f, -1e39), -f32::MAX as f64);
@@ -185,7 +197,10 @@ mod tests {
         assert_eq!(round_down(DType::Fp8E4M3, 1000.0), 448.0);
         assert_eq!(step_real(f, 1.0, 1), f32::from_bits(0x3f80_0001) as f64);
         assert_eq!(step_real(f, 1.0, -1), f32::from_bits(0x3f7f_ffff) as f64);
-        assert_eq!(step_real(f, f64::INFINITY, -2), f32::from_bits(0x7f7f_fffe) as f64);
+        assert_eq!(
+            step_real(f, f64::INFINITY, -2),
+            f32::from_bits(0x7f7f_fffe) as f64
+        );
         assert_eq!(step_real(f, f64::INFINITY, 2), f64::INFINITY);
         assert_eq!(step_real(f, f64::NEG_INFINITY, 1), -f32::MAX as f64);
         assert_eq!(step_real(DType::Float64, f64::INFINITY, -1), f64::MAX);

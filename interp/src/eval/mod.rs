@@ -224,7 +224,12 @@ impl Evaluator<'_> {
             }
             Op::REDUCE => {
                 let x = self.val(n.src[0])?;
-                let Arg::Reduce { op, axes, ref order } = n.arg else {
+                let Arg::Reduce {
+                    op,
+                    axes,
+                    ref order,
+                } = n.arg
+                else {
                     return Err(self.eval_err(id, "REDUCE without an op".into()));
                 };
                 let out_n: usize = info.shape.iter().product();

@@ -23,7 +23,6 @@ pub use crate::ir::ReduceOrder;
 use crate::ir::{DType, Op};
 use crate::scalar::{self, Ub};
 
-
 fn apply(op: Op, dt: DType, a: Elem, b: Elem) -> Result<Elem, Ub> {
     match (a, b) {
         (Elem::Bits(x), Elem::Bits(y)) => scalar::alu(op, dt, &[x, y]).map(Elem::Bits),
@@ -103,10 +102,18 @@ pub fn reduce_with_order(op: Op, axes: usize, x: &Value, order: &ReduceOrder) ->
             })
             .collect::<Result<Vec<_>, _>>()
     })?;
-    Ok(Value { dtype: dt, shape: out_shape, data })
+    Ok(Value {
+        dtype: dt,
+        shape: out_shape,
+        data,
+    })
 }
 
 /// A value's elements as one flat list per component (helper for callers building values).
 pub fn single(dtype: DType, shape: Vec<usize>, bits: impl IntoIterator<Item = u64>) -> Value {
-    Value { dtype, shape, data: Data::Single(bits.into_iter().map(Elem::Bits).collect()) }
+    Value {
+        dtype,
+        shape,
+        data: Data::Single(bits.into_iter().map(Elem::Bits).collect()),
+    }
 }

@@ -111,10 +111,16 @@ pub(crate) fn analyze(prog: &Program) -> Result<Analysis, KernelError> {
     let mut dims: BTreeMap<(DimKind, String), (u64, Vec<usize>)> = BTreeMap::new();
     for (i, inst) in prog.insts.iter().enumerate() {
         let id = InstId(i as u32);
-        let bad = |reason: String| KernelError::Malformed { inst: id, op: inst.op, reason };
+        let bad = |reason: String| KernelError::Malformed {
+            inst: id,
+            op: inst.op,
+            reason,
+        };
         for (k, s) in inst.src.iter().enumerate() {
             if s.index() >= i {
-                return Err(bad(format!("source {k} ({s}) is not an earlier instruction")));
+                return Err(bad(format!(
+                    "source {k} ({s}) is not an earlier instruction"
+                )));
             }
             if let Some(r) = scope[s.index()] {
                 if closed[r] {
@@ -128,7 +134,11 @@ pub(crate) fn analyze(prog: &Program) -> Result<Analysis, KernelError> {
                 Ok(())
             } else {
                 let want: Vec<String> = ok.iter().map(|x| x.to_string()).collect();
-                Err(bad(format!("takes {} source(s), got {}", want.join(" or "), inst.src.len())))
+                Err(bad(format!(
+                    "takes {} source(s), got {}",
+                    want.join(" or "),
+                    inst.src.len()
+                )))
             }
         };
         let no_arg = || -> Result<(), KernelError> {
@@ -149,7 +159,11 @@ pub(crate) fn analyze(prog: &Program) -> Result<Analysis, KernelError> {
         let value_src = |k: usize| -> Result<DType, KernelError> {
             match src_kind(k) {
                 Kind::Value(dt) => Ok(dt),
-                other => Err(bad(format!("source {k} ({}) must be a value, got {}", inst.src[k], other.describe()))),
+                other => Err(bad(format!(
+                    "source {k} ({}) must be a value, got {}",
+                    inst.src[k],
+                    other.describe()
+                ))),
             }
         };
         let int_src = |k: usize, what: &str| -> Result<DType, KernelError> {
@@ -157,20 +171,31 @@ pub(crate) fn analyze(prog: &Program) -> Result<Analysis, KernelError> {
             if dt.is_int() {
                 Ok(dt)
             } else {
-                Err(bad(format!("{what} (source {k}) must be an integer, got {dt}")))
+                Err(bad(format!(
+                    "{what} (source {k}) must be an integer, got {dt}"
+                )))
             }
         };
         let kind = match inst.op {
             Op::PARAM => {
                 arity(&[0])?;
                 let KArg::Param(slot) = inst.arg else {
-                    return Err(bad(format!("needs a Param(slot) argument, got {:?}", inst.arg)));
+                    return Err(bad(format!(
+                        "needs a Param(slot) argument, got {:?}",
+                        inst.arg
+                    )));
                 };
                 let Some(decl) = prog.params.get(slot as usize) else {
-                    return Err(bad(format!("param slot {slot} does not exist (the program has {})", prog.params.len())));
+                    return Err(bad(format!(
+                        "param slot {slot} does not exist (the program has {})",
+                        prog.params.len()
+                    )));
                 };
                 if decl.dtype != inst.dtype {
-                    return Err(bad(format!("dtype {} differs from param slot {slot}'s {}", inst.dtype, decl.dtype)));
+                    return Err(bad(format!(
+                        "dtype {} differs from param slot {slot}'s {}",
+                        inst.dtype, decl.dtype
+                    )));
                 }
                 value_dtype(inst.dtype)?;
                 a.mem[i] = Some(Mem::Param(slot));
@@ -182,14 +207,23 @@ pub(crate) fn analyze(prog: &Program) -> Result<Analysis, KernelError> {
                 let (size, local) = match inst.arg {
                     KArg::Reg(size) => (size, false),
                     KArg::Local(size) => (size, true),
-                    _ => return Err(bad(format!("needs a Reg(size) or Local(size) argument, got {:?}", inst.arg))),
+                    _ => {
+                        return Err(bad(format!(
+                            "needs a Reg(size) or Local(size) argument, got {:?}",
+                            inst.arg
+                        )))
+                    }
                 };
                 if size > MAX_SCRATCH_ELEMS {
-                    return Err(bad(format!("{size} elements: more than the interpreter's limit of {MAX_SCRATCH_ELEMS}")));
+                    return Err(bad(format!(
+                        "{size} elements: more than the interpreter's limit of {MAX_SCRATCH_ELEMS}"
+                    )));
                 }
                 if local {
                     if let Some(&r) = open.last() {
-                        return Err(bad(format!("a local buffer must be defined outside every loop (it is inside v{r})")));
+                        return Err(bad(format!(
+                            "a local buffer must be defined outside every loop (it is inside v{r})"
+                        )));
                     }
                     a.slot[i] = a.locals.len();
                     a.locals.push((id, size));
@@ -205,24 +239,39 @@ pub(crate) fn analyze(prog: &Program) -> Result<Analysis, KernelError> {
                 arity(&[0])?;
                 value_dtype(inst.dtype)?;
                 let KArg::Const(bits) = inst.arg else {
-                    return Err(bad(format!("needs a Const(bits) argument, got {:?}", inst.arg)));
+                    return Err(bad(format!(
+                        "needs a Const(bits) argument, got {:?}",
+                        inst.arg
+                    )));
                 };
                 if bits & !mask(inst.dtype) != 0 {
-                    return Err(bad(format!("bits {bits:#x} do not fit {} (values are zero-extended)", inst.dtype)));
+                    return Err(bad(format!(
+                        "bits {bits:#x} do not fit {} (values are zero-extended)",
+                        inst.dtype
+                    )));
                 }
                 Kind::Value(inst.dtype)
             }
             Op::RANGE => {
                 arity(&[1])?;
                 if !matches!(inst.arg, KArg::Axis(_)) {
-                    return Err(bad(format!("needs an Axis(id) argument, got {:?}", inst.arg)));
+                    return Err(bad(format!(
+                        "needs an Axis(id) argument, got {:?}",
+                        inst.arg
+                    )));
                 }
                 if !inst.dtype.is_int() {
-                    return Err(bad(format!("the loop variable must be an integer, got {}", inst.dtype)));
+                    return Err(bad(format!(
+                        "the loop variable must be an integer, got {}",
+                        inst.dtype
+                    )));
                 }
                 let dt = int_src(0, "the loop bound")?;
                 if dt != inst.dtype {
-                    return Err(bad(format!("the loop bound is {dt}, the loop variable {}", inst.dtype)));
+                    return Err(bad(format!(
+                        "the loop bound is {dt}, the loop variable {}",
+                        inst.dtype
+                    )));
                 }
                 Kind::Value(inst.dtype)
             }
@@ -236,7 +285,10 @@ pub(crate) fn analyze(prog: &Program) -> Result<Analysis, KernelError> {
                 match open.last() {
                     Some(&top) if top == r => {}
                     Some(&top) => {
-                        return Err(bad(format!("closes {} but the innermost open loop is v{top}", inst.src[0])));
+                        return Err(bad(format!(
+                            "closes {} but the innermost open loop is v{top}",
+                            inst.src[0]
+                        )));
                     }
                     None => return Err(bad(format!("closes {} but no loop is open", inst.src[0]))),
                 }
@@ -246,10 +298,16 @@ pub(crate) fn analyze(prog: &Program) -> Result<Analysis, KernelError> {
                 arity(&[2])?;
                 no_arg()?;
                 let Kind::Buffer(bdt) = src_kind(0) else {
-                    return Err(bad(format!("source 0 must be a PARAM or BUFFER, got {}", src_kind(0).describe())));
+                    return Err(bad(format!(
+                        "source 0 must be a PARAM or BUFFER, got {}",
+                        src_kind(0).describe()
+                    )));
                 };
                 if bdt != inst.dtype {
-                    return Err(bad(format!("dtype {} differs from its buffer's {bdt}", inst.dtype)));
+                    return Err(bad(format!(
+                        "dtype {} differs from its buffer's {bdt}",
+                        inst.dtype
+                    )));
                 }
                 int_src(1, "the index")?;
                 a.mem[i] = a.mem[inst.src[0].index()];
@@ -260,10 +318,16 @@ pub(crate) fn analyze(prog: &Program) -> Result<Analysis, KernelError> {
                 arity(if load { &[1, 3] } else { &[2, 3] })?;
                 no_arg()?;
                 let Kind::Pointer(pdt) = src_kind(0) else {
-                    return Err(bad(format!("source 0 must be an INDEX, got {}", src_kind(0).describe())));
+                    return Err(bad(format!(
+                        "source 0 must be an INDEX, got {}",
+                        src_kind(0).describe()
+                    )));
                 };
                 if load && inst.dtype != pdt {
-                    return Err(bad(format!("dtype {} differs from its address's {pdt}", inst.dtype)));
+                    return Err(bad(format!(
+                        "dtype {} differs from its address's {pdt}",
+                        inst.dtype
+                    )));
                 }
                 if !load && inst.dtype != DType::Void {
                     return Err(bad(format!("STORE has dtype void, got {}", inst.dtype)));
@@ -271,7 +335,11 @@ pub(crate) fn analyze(prog: &Program) -> Result<Analysis, KernelError> {
                 if !load || inst.src.len() == 3 {
                     let vdt = value_src(1)?;
                     if vdt != pdt {
-                        let what = if load { "the alternative value" } else { "the stored value" };
+                        let what = if load {
+                            "the alternative value"
+                        } else {
+                            "the stored value"
+                        };
                         return Err(bad(format!("{what} is {vdt}, the address {pdt}")));
                     }
                 }
@@ -284,7 +352,9 @@ pub(crate) fn analyze(prog: &Program) -> Result<Analysis, KernelError> {
                 if !load {
                     if let Some(Mem::Param(slot)) = a.mem[inst.src[0].index()] {
                         if !prog.params[slot as usize].written {
-                            return Err(bad(format!("stores into param slot {slot}, which is not declared written")));
+                            return Err(bad(format!(
+                                "stores into param slot {slot}, which is not declared written"
+                            )));
                         }
                     }
                 }
@@ -300,7 +370,9 @@ pub(crate) fn analyze(prog: &Program) -> Result<Analysis, KernelError> {
                 value_dtype(inst.dtype)?;
                 let from = value_src(0)?;
                 let to = inst.dtype;
-                if inst.op == Op::BITCAST && (from.bits() != to.bits() || from == DType::Bool || to == DType::Bool) {
+                if inst.op == Op::BITCAST
+                    && (from.bits() != to.bits() || from == DType::Bool || to == DType::Bool)
+                {
                     return Err(bad(format!("BITCAST from {from} to {to}: widths must match (and bool cannot be bitcast)")));
                 }
                 Kind::Value(to)
@@ -313,21 +385,36 @@ pub(crate) fn analyze(prog: &Program) -> Result<Analysis, KernelError> {
             Op::SPECIAL => {
                 arity(&[1])?;
                 let KArg::Special(name) = &inst.arg else {
-                    return Err(bad(format!("needs a Special(name) argument, got {:?}", inst.arg)));
+                    return Err(bad(format!(
+                        "needs a Special(name) argument, got {:?}",
+                        inst.arg
+                    )));
                 };
-                let kind = parse_special(name).ok_or_else(|| bad(format!("unknown launch dimension '{name}' (gidxN, lidxN or idxN)")))?;
+                let kind = parse_special(name).ok_or_else(|| {
+                    bad(format!(
+                        "unknown launch dimension '{name}' (gidxN, lidxN or idxN)"
+                    ))
+                })?;
                 if let Some(&r) = open.last() {
-                    return Err(bad(format!("SPECIAL must be outside every loop (it is inside v{r})")));
+                    return Err(bad(format!(
+                        "SPECIAL must be outside every loop (it is inside v{r})"
+                    )));
                 }
                 if !inst.dtype.is_int() {
-                    return Err(bad(format!("a launch index must be an integer, got {}", inst.dtype)));
+                    return Err(bad(format!(
+                        "a launch index must be an integer, got {}",
+                        inst.dtype
+                    )));
                 }
                 let end = &prog.insts[inst.src[0].index()];
                 let (Op::CONST, KArg::Const(bits)) = (end.op, &end.arg) else {
                     return Err(bad(format!("the extent ({}) must be a CONST", inst.src[0])));
                 };
                 if end.dtype != inst.dtype {
-                    return Err(bad(format!("the extent is {}, the launch index {}", end.dtype, inst.dtype)));
+                    return Err(bad(format!(
+                        "the extent is {}, the launch index {}",
+                        end.dtype, inst.dtype
+                    )));
                 }
                 let extent = to_i128(end.dtype, *bits);
                 if extent < 0 {
@@ -336,7 +423,10 @@ pub(crate) fn analyze(prog: &Program) -> Result<Analysis, KernelError> {
                 let extent = extent as u64;
                 let e = dims.entry((kind, name.clone())).or_insert((extent, vec![]));
                 if e.0 != extent {
-                    return Err(bad(format!("extent {extent} differs from an earlier SPECIAL {name}'s {}", e.0)));
+                    return Err(bad(format!(
+                        "extent {extent} differs from an earlier SPECIAL {name}'s {}",
+                        e.0
+                    )));
                 }
                 e.1.push(i);
                 Kind::Value(inst.dtype)
@@ -368,7 +458,11 @@ pub(crate) fn analyze(prog: &Program) -> Result<Analysis, KernelError> {
         }
     }
     if let Some(&r) = open.last() {
-        return Err(KernelError::Malformed { inst: InstId(r as u32), op: Op::RANGE, reason: "the loop is never closed (no END)".into() });
+        return Err(KernelError::Malformed {
+            inst: InstId(r as u32),
+            op: Op::RANGE,
+            reason: "the loop is never closed (no END)".into(),
+        });
     }
     for (d, ((kind, name), (extent, insts))) in dims.into_iter().enumerate() {
         for i in insts {
@@ -411,23 +505,44 @@ fn check_alu(prog: &Program, i: usize, kinds: &[Kind]) -> Result<(), String> {
     for (k, s) in inst.src.iter().enumerate() {
         match kinds[s.index()] {
             Kind::Value(dt) => dts.push(dt),
-            other => return Err(format!("source {k} ({s}) must be a value, got {}", other.describe())),
+            other => {
+                return Err(format!(
+                    "source {k} ({s}) must be a value, got {}",
+                    other.describe()
+                ))
+            }
         }
     }
-    let operands = if inst.op == Op::WHERE { &dts[1..] } else { &dts[..] };
+    let operands = if inst.op == Op::WHERE {
+        &dts[1..]
+    } else {
+        &dts[..]
+    };
     let dt = operands[0];
     if let Some((k, o)) = operands.iter().enumerate().find(|(_, o)| **o != dt) {
-        return Err(format!("operand dtypes differ: {dt} and {o} (operand {k}); CAST first"));
+        return Err(format!(
+            "operand dtypes differ: {dt} and {o} (operand {k}); CAST first"
+        ));
     }
     if inst.op == Op::WHERE && dts[0] != DType::Bool {
         return Err(format!("WHERE condition must be bool, got {}", dts[0]));
     }
-    let result = if inst.op.is_comparison() { DType::Bool } else { dt };
+    let result = if inst.op.is_comparison() {
+        DType::Bool
+    } else {
+        dt
+    };
     if inst.dtype != result {
         return Err(format!("result dtype must be {result}, got {}", inst.dtype));
     }
-    let float_only = matches!(inst.op, Op::EXP2 | Op::LOG2 | Op::SIN | Op::SQRT | Op::RECIPROCAL | Op::FDIV | Op::POW);
-    let int_only = matches!(inst.op, Op::CDIV | Op::CMOD | Op::FLOORDIV | Op::FLOORMOD | Op::SHL | Op::SHR);
+    let float_only = matches!(
+        inst.op,
+        Op::EXP2 | Op::LOG2 | Op::SIN | Op::SQRT | Op::RECIPROCAL | Op::FDIV | Op::POW
+    );
+    let int_only = matches!(
+        inst.op,
+        Op::CDIV | Op::CMOD | Op::FLOORDIV | Op::FLOORMOD | Op::SHL | Op::SHR
+    );
     if float_only && !dt.is_float() {
         return Err(format!("{} needs a float dtype, got {dt}", inst.op));
     }
@@ -435,7 +550,10 @@ fn check_alu(prog: &Program, i: usize, kinds: &[Kind]) -> Result<(), String> {
         return Err(format!("{} needs an integer dtype, got {dt}", inst.op));
     }
     if matches!(inst.op, Op::AND | Op::OR | Op::XOR) && dt.is_float() {
-        return Err(format!("{} needs an integer or bool dtype, got {dt}", inst.op));
+        return Err(format!(
+            "{} needs an integer or bool dtype, got {dt}",
+            inst.op
+        ));
     }
     if inst.op == Op::MULACC && dt == DType::Bool {
         return Err("MULACC on bool".into());
@@ -460,13 +578,23 @@ mod tests {
 
     #[test]
     fn analysis_pairs_loops_and_numbers_buffers() {
-        let mut p = Program::new("t", vec![ParamDecl { dtype: DType::Int32, size: 2, written: true }]);
+        let mut p = Program::new(
+            "t",
+            vec![ParamDecl {
+                dtype: DType::Int32,
+                size: 2,
+                written: true,
+            }],
+        );
         let n = p.push(Op::CONST, DType::Int64, vec![], KArg::Const(2));
         let r = p.push(Op::RANGE, DType::Int64, vec![n], KArg::Axis(0));
         let reg = p.push(Op::BUFFER, DType::Int32, vec![], KArg::Reg(3));
         let e = p.push(Op::END, DType::Void, vec![r], KArg::None);
         let a = analyze(&p).unwrap();
-        assert_eq!((a.partner[r.index()], a.partner[e.index()]), (e.index(), r.index()));
+        assert_eq!(
+            (a.partner[r.index()], a.partner[e.index()]),
+            (e.index(), r.index())
+        );
         assert_eq!(a.regs, vec![(reg, 3)]);
         assert_eq!(a.mem[reg.index()], Some(Mem::Reg(reg)));
     }

@@ -114,7 +114,11 @@ pub enum KernelError {
     /// The program breaks the rules of [`super::check`] (or, at run time, a loop bound is
     /// negative).
     #[error("{} ({op}): malformed program: {reason}", inst)]
-    Malformed { inst: InstId, op: Op, reason: String },
+    Malformed {
+        inst: InstId,
+        op: Op,
+        reason: String,
+    },
     /// The buffers passed do not match the program's params.
     #[error("kernel arguments: {0}")]
     Args(String),
@@ -122,7 +126,10 @@ pub enum KernelError {
     /// (for memory errors); `poison`: how poison was used and which element it came from;
     /// `observed`: under [`UbMode::Deferred`], the instruction that used the result of the
     /// undefined operation `inst`.
-    #[error("{inst} ({op}){item}: undefined behaviour: {kind}{}", ub_detail(mem, index, poison, observed))]
+    #[error(
+        "{inst} ({op}){item}: undefined behaviour: {kind}{}",
+        ub_detail(mem, index, poison, observed)
+    )]
     Ub {
         inst: InstId,
         op: Op,
@@ -139,7 +146,12 @@ pub enum KernelError {
     StepBudget { inst: InstId, op: Op, steps: u64 },
     /// The work items of a workgroup did not all reach the same barrier.
     #[error("{inst} ({op}){item}: barrier divergence: {reason}")]
-    Barrier { inst: InstId, op: Op, item: WorkItem, reason: String },
+    Barrier {
+        inst: InstId,
+        op: Op,
+        item: WorkItem,
+        reason: String,
+    },
 }
 
 impl KernelError {
@@ -155,7 +167,12 @@ impl KernelError {
     }
 }
 
-fn ub_detail(mem: &Option<Mem>, index: &Option<i128>, poison: &Option<(PoisonUse, Elem)>, observed: &Option<(InstId, Op)>) -> String {
+fn ub_detail(
+    mem: &Option<Mem>,
+    index: &Option<i128>,
+    poison: &Option<(PoisonUse, Elem)>,
+    observed: &Option<(InstId, Op)>,
+) -> String {
     let mut parts = vec![];
     if let Some((i, op)) = observed {
         parts.push(format!("its result is used by {i} ({op})"));
@@ -211,13 +228,20 @@ pub enum UbMode {
 impl RunOpts {
     /// `UOPKIT_KERNEL_STEP_BUDGET` if it is set to a number, else [`DEFAULT_STEP_BUDGET`].
     pub fn default_step_budget() -> u64 {
-        std::env::var("UOPKIT_KERNEL_STEP_BUDGET").ok().and_then(|s| s.trim().replace('_', "").parse().ok()).unwrap_or(DEFAULT_STEP_BUDGET)
+        std::env::var("UOPKIT_KERNEL_STEP_BUDGET")
+            .ok()
+            .and_then(|s| s.trim().replace('_', "").parse().ok())
+            .unwrap_or(DEFAULT_STEP_BUDGET)
     }
 }
 
 impl Default for RunOpts {
     fn default() -> Self {
-        RunOpts { step_budget: Self::default_step_budget(), seed: 0, ub: UbMode::Deferred }
+        RunOpts {
+            step_budget: Self::default_step_budget(),
+            seed: 0,
+            ub: UbMode::Deferred,
+        }
     }
 }
 
@@ -234,28 +258,54 @@ pub struct RunStats {
 
 /// Fresh buffers for `prog`'s params, every element poison from (`NodeId(slot)`, element).
 pub fn uninit_buffers(prog: &Program) -> Vec<Vec<Elem>> {
-    prog.params.iter().enumerate().map(|(s, p)| poison(NodeId(s as u32), p.size)).collect()
+    prog.params
+        .iter()
+        .enumerate()
+        .map(|(s, p)| poison(NodeId(s as u32), p.size))
+        .collect()
 }
 
 fn poison(buffer: NodeId, size: usize) -> Vec<Elem> {
-    (0..size).map(|index| Elem::Uninit { buffer, index }).collect()
+    (0..size)
+        .map(|index| Elem::Uninit { buffer, index })
+        .collect()
 }
 
 /// Runs `prog` on `bufs` (one per param slot, each of the slot's declared size, elements of
 /// its dtype as raw bits): checks the program ([`super::check::check`]), then executes it,
 /// writing the param buffers in place. On an error the buffers hold what was written
 /// before it.
-pub fn run(prog: &Program, bufs: &mut [Vec<Elem>], opts: &RunOpts) -> Result<RunStats, KernelError> {
+pub fn run(
+    prog: &Program,
+    bufs: &mut [Vec<Elem>],
+    opts: &RunOpts,
+) -> Result<RunStats, KernelError> {
     let an = analyze(prog)?;
     if bufs.len() != prog.params.len() {
-        return Err(KernelError::Args(format!("the program takes {} buffer(s), got {}", prog.params.len(), bufs.len())));
+        return Err(KernelError::Args(format!(
+            "the program takes {} buffer(s), got {}",
+            prog.params.len(),
+            bufs.len()
+        )));
     }
     for (s, (b, p)) in bufs.iter().zip(&prog.params).enumerate() {
         if b.len() != p.size {
-            return Err(KernelError::Args(format!("param slot {s} holds {} elements, got a buffer of {}", p.size, b.len())));
+            return Err(KernelError::Args(format!(
+                "param slot {s} holds {} elements, got a buffer of {}",
+                p.size,
+                b.len()
+            )));
         }
     }
-    let mut ex = Exec { prog, an: &an, bufs, steps: 0, budget: opts.step_budget, ub: opts.ub, stats: RunStats::default() };
+    let mut ex = Exec {
+        prog,
+        an: &an,
+        bufs,
+        steps: 0,
+        budget: opts.step_budget,
+        ub: opts.ub,
+        stats: RunStats::default(),
+    };
     ex.launch(opts.seed)?;
     ex.stats.steps = ex.steps;
     Ok(ex.stats)
@@ -357,7 +407,13 @@ struct Exec<'a> {
 }
 
 fn work_item(an: &Analysis, item: &Item) -> WorkItem {
-    WorkItem(an.dims.iter().zip(&item.coords).map(|(d, &c)| (d.name.clone(), c)).collect())
+    WorkItem(
+        an.dims
+            .iter()
+            .zip(&item.coords)
+            .map(|(d, &c)| (d.name.clone(), c))
+            .collect(),
+    )
 }
 
 impl Exec<'_> {
@@ -368,11 +424,23 @@ impl Exec<'_> {
     fn launch(&mut self, seed: u64) -> Result<(), KernelError> {
         let mut rng = Rng(seed);
         let dims = &self.an.dims;
-        let group_dims: Vec<usize> = (0..dims.len()).filter(|&d| dims[d].kind == DimKind::Group).collect();
-        let local_dims: Vec<usize> = (0..dims.len()).filter(|&d| dims[d].kind == DimKind::Local).collect();
-        let count = |ds: &[usize]| -> Option<u64> { ds.iter().try_fold(1u64, |acc, &d| acc.checked_mul(dims[d].extent)) };
+        let group_dims: Vec<usize> = (0..dims.len())
+            .filter(|&d| dims[d].kind == DimKind::Group)
+            .collect();
+        let local_dims: Vec<usize> = (0..dims.len())
+            .filter(|&d| dims[d].kind == DimKind::Local)
+            .collect();
+        let count = |ds: &[usize]| -> Option<u64> {
+            ds.iter()
+                .try_fold(1u64, |acc, &d| acc.checked_mul(dims[d].extent))
+        };
         let first_special = || {
-            let i = self.prog.insts.iter().position(|i| i.op == Op::SPECIAL).unwrap_or(0);
+            let i = self
+                .prog
+                .insts
+                .iter()
+                .position(|i| i.op == Op::SPECIAL)
+                .unwrap_or(0);
             InstId(i as u32)
         };
         let too_many = |what: &str| KernelError::Malformed {
@@ -383,7 +451,9 @@ impl Exec<'_> {
         let n_groups = count(&group_dims).ok_or_else(|| too_many("workgroups"))?;
         let n_local = count(&local_dims).ok_or_else(|| too_many("work items per workgroup"))?;
         if n_local > MAX_WORKGROUP_ITEMS {
-            return Err(too_many(&format!("work items per workgroup ({n_local} > {MAX_WORKGROUP_ITEMS})")));
+            return Err(too_many(&format!(
+                "work items per workgroup ({n_local} > {MAX_WORKGROUP_ITEMS})"
+            )));
         }
         if n_groups == 0 || n_local == 0 {
             return Ok(());
@@ -410,11 +480,21 @@ impl Exec<'_> {
         Ok(())
     }
 
-    fn run_group(&mut self, coords: Vec<u64>, local_dims: &[usize], n_local: u64, rng: &mut Rng) -> Result<(), KernelError> {
+    fn run_group(
+        &mut self,
+        coords: Vec<u64>,
+        local_dims: &[usize],
+        n_local: u64,
+        rng: &mut Rng,
+    ) -> Result<(), KernelError> {
         let an = self.an;
         self.stats.workgroups += 1;
         self.stats.work_items += n_local;
-        let mut locals: Vec<Vec<Elem>> = an.locals.iter().map(|&(id, size)| poison(NodeId(id.0), size)).collect();
+        let mut locals: Vec<Vec<Elem>> = an
+            .locals
+            .iter()
+            .map(|&(id, size)| poison(NodeId(id.0), size))
+            .collect();
         let mut items: Vec<Item> = (0..n_local)
             .map(|l| {
                 let mut c = coords.clone();
@@ -448,7 +528,11 @@ impl Exec<'_> {
                 reason,
             };
             if order.len() != items.len() {
-                let done = items.iter().find(|it| it.stop == Some(Stop::Done)).map(|it| self.work_item(it)).unwrap_or_default();
+                let done = items
+                    .iter()
+                    .find(|it| it.stop == Some(Stop::Done))
+                    .map(|it| self.work_item(it))
+                    .unwrap_or_default();
                 return Err(barrier_err(
                     &items[first],
                     format!("this work item waits here, but work item{done} finished without reaching the barrier"),
@@ -459,7 +543,11 @@ impl Exec<'_> {
                 if items[i].pc != at {
                     return Err(barrier_err(
                         &items[first],
-                        format!("this work item waits here, but work item{} waits at v{}", self.work_item(&items[i]), items[i].pc),
+                        format!(
+                            "this work item waits here, but work item{} waits at v{}",
+                            self.work_item(&items[i]),
+                            items[i].pc
+                        ),
                     ));
                 }
                 if iters(&items[i]) != iters(&items[first]) {
@@ -493,10 +581,18 @@ impl Exec<'_> {
             let inst = &prog.insts[pc];
             let id = InstId(pc as u32);
             if self.steps >= self.budget {
-                return Err(KernelError::StepBudget { inst: id, op: inst.op, steps: self.steps });
+                return Err(KernelError::StepBudget {
+                    inst: id,
+                    op: inst.op,
+                    steps: self.steps,
+                });
             }
             self.steps += 1;
-            let ub = |item: &Item, kind: Ub, mem: Option<Mem>, index: Option<i128>, poison: Option<(PoisonUse, Elem)>| KernelError::Ub {
+            let ub = |item: &Item,
+                      kind: Ub,
+                      mem: Option<Mem>,
+                      index: Option<i128>,
+                      poison: Option<(PoisonUse, Elem)>| KernelError::Ub {
                 inst: id,
                 op: inst.op,
                 kind,
@@ -526,7 +622,11 @@ impl Exec<'_> {
             let undefined = |item: &Item, kind: Ub| -> Result<Val, KernelError> {
                 match mode {
                     UbMode::Immediate => Err(ub(item, kind, None, None, None)),
-                    UbMode::Deferred => Ok(Val::X(X::Trap(Trap { inst: id, op: inst.op, kind }))),
+                    UbMode::Deferred => Ok(Val::X(X::Trap(Trap {
+                        inst: id,
+                        op: inst.op,
+                        kind,
+                    }))),
                 }
             };
             let elem = |item: &Item, k: usize| -> Result<X, KernelError> {
@@ -546,38 +646,69 @@ impl Exec<'_> {
                     if let KArg::Reg(size) = inst.arg {
                         let r = &mut item.regs[an.slot[pc]];
                         r.clear();
-                        r.extend((0..size).map(|index| Elem::Uninit { buffer: NodeId(id.0), index }));
+                        r.extend((0..size).map(|index| Elem::Uninit {
+                            buffer: NodeId(id.0),
+                            index,
+                        }));
                         Val::Mem(Mem::Reg(id))
                     } else {
                         Val::Mem(Mem::Local(id))
                     }
                 }
-                Op::CONST => Val::X(X::E(Elem::Bits(if let KArg::Const(b) = inst.arg { b } else { 0 }))),
-                Op::SPECIAL => Val::X(X::E(Elem::Bits(wrap_i128(inst.dtype, item.coords[an.slot[pc]] as i128)))),
+                Op::CONST => Val::X(X::E(Elem::Bits(if let KArg::Const(b) = inst.arg {
+                    b
+                } else {
+                    0
+                }))),
+                Op::SPECIAL => Val::X(X::E(Elem::Bits(wrap_i128(
+                    inst.dtype,
+                    item.coords[an.slot[pc]] as i128,
+                )))),
                 Op::RANGE => {
                     let end = match observe(item, elem(item, 0)?)? {
                         Elem::Bits(b) => to_i128(prog.insts[inst.src[0].index()].dtype, b),
-                        p => return Err(ub(item, Ub::UninitializedRead, None, None, Some((PoisonUse::LoopBound, p)))),
+                        p => {
+                            return Err(ub(
+                                item,
+                                Ub::UninitializedRead,
+                                None,
+                                None,
+                                Some((PoisonUse::LoopBound, p)),
+                            ))
+                        }
                     };
                     if end < 0 {
-                        return Err(KernelError::Malformed { inst: id, op: inst.op, reason: format!("negative loop bound {end}") });
+                        return Err(KernelError::Malformed {
+                            inst: id,
+                            op: inst.op,
+                            reason: format!("negative loop bound {end}"),
+                        });
                     }
                     if end == 0 {
                         next = an.partner[pc] + 1;
                         Val::None
                     } else {
-                        item.loops.push(Loop { range: pc, end, i: 0 });
+                        item.loops.push(Loop {
+                            range: pc,
+                            end,
+                            i: 0,
+                        });
                         Val::X(X::E(Elem::Bits(0)))
                     }
                 }
                 Op::END => {
                     let Some(l) = item.loops.last_mut() else {
-                        return Err(KernelError::Malformed { inst: id, op: inst.op, reason: "no loop is running".into() });
+                        return Err(KernelError::Malformed {
+                            inst: id,
+                            op: inst.op,
+                            reason: "no loop is running".into(),
+                        });
                     };
                     l.i += 1;
                     if l.i < l.end {
                         let (range, i) = (l.range, l.i);
-                        item.vals[range] = Val::X(X::E(Elem::Bits(wrap_i128(prog.insts[range].dtype, i))));
+                        item.vals[range] =
+                            Val::X(X::E(Elem::Bits(wrap_i128(prog.insts[range].dtype, i))));
                         next = range + 1;
                     } else {
                         item.loops.pop();
@@ -586,10 +717,16 @@ impl Exec<'_> {
                 }
                 Op::INDEX => {
                     let Val::Mem(mem) = item.vals[inst.src[0].index()] else {
-                        return Err(KernelError::Malformed { inst: id, op: inst.op, reason: "source 0 is not a buffer".into() });
+                        return Err(KernelError::Malformed {
+                            inst: id,
+                            op: inst.op,
+                            reason: "source 0 is not a buffer".into(),
+                        });
                     };
                     let index = match elem(item, 1)? {
-                        X::E(Elem::Bits(b)) => Ok(to_i128(prog.insts[inst.src[1].index()].dtype, b)),
+                        X::E(Elem::Bits(b)) => {
+                            Ok(to_i128(prog.insts[inst.src[1].index()].dtype, b))
+                        }
                         other => Err(other),
                     };
                     Val::Ptr { mem, index }
@@ -600,7 +737,15 @@ impl Exec<'_> {
                     let open = if gated {
                         match observe(item, elem(item, 2)?)? {
                             Elem::Bits(b) => b & 1 != 0,
-                            p => return Err(ub(item, Ub::UninitializedRead, None, None, Some((PoisonUse::Gate, p)))),
+                            p => {
+                                return Err(ub(
+                                    item,
+                                    Ub::UninitializedRead,
+                                    None,
+                                    None,
+                                    Some((PoisonUse::Gate, p)),
+                                ))
+                            }
                         }
                     } else {
                         true
@@ -613,16 +758,30 @@ impl Exec<'_> {
                         }
                     } else {
                         let Val::Ptr { mem, index } = item.vals[inst.src[0].index()] else {
-                            return Err(KernelError::Malformed { inst: id, op: inst.op, reason: "source 0 is not an address".into() });
+                            return Err(KernelError::Malformed {
+                                inst: id,
+                                op: inst.op,
+                                reason: "source 0 is not an address".into(),
+                            });
                         };
                         let index = match index {
                             Ok(i) => i,
                             Err(x) => {
                                 let p = observe(item, x)?;
-                                return Err(ub(item, Ub::UninitializedRead, Some(mem), None, Some((PoisonUse::Index, p))));
+                                return Err(ub(
+                                    item,
+                                    Ub::UninitializedRead,
+                                    Some(mem),
+                                    None,
+                                    Some((PoisonUse::Index, p)),
+                                ));
                             }
                         };
-                        let value = if load { None } else { Some(observe(item, elem(item, 1)?)?) };
+                        let value = if load {
+                            None
+                        } else {
+                            Some(observe(item, elem(item, 1)?)?)
+                        };
                         let size = match mem {
                             Mem::Param(s) => self.bufs[s as usize].len(),
                             Mem::Reg(b) => item.regs[an.slot[b.index()]].len(),
@@ -656,10 +815,12 @@ impl Exec<'_> {
                                     Err(kind) => undefined(item, kind)?,
                                 }
                             } else {
-                                let r = scalar::bitcast(from, inst.dtype, b).ok_or_else(|| KernelError::Malformed {
-                                    inst: id,
-                                    op: inst.op,
-                                    reason: format!("BITCAST from {from} to {}", inst.dtype),
+                                let r = scalar::bitcast(from, inst.dtype, b).ok_or_else(|| {
+                                    KernelError::Malformed {
+                                        inst: id,
+                                        op: inst.op,
+                                        reason: format!("BITCAST from {from} to {}", inst.dtype),
+                                    }
                                 })?;
                                 Val::X(X::E(Elem::Bits(r)))
                             }
@@ -676,14 +837,19 @@ impl Exec<'_> {
                         *o = elem(item, k)?;
                     }
                     let operands = &operands[..inst.src.len()];
-                    let operand_dt = prog.insts[inst.src[if op == Op::WHERE { 1 } else { 0 }].index()].dtype;
+                    let operand_dt =
+                        prog.insts[inst.src[if op == Op::WHERE { 1 } else { 0 }].index()].dtype;
                     match alu_x(op, operand_dt, operands) {
                         Ok(x) => Val::X(x),
                         Err(kind) => undefined(item, kind)?,
                     }
                 }
                 op => {
-                    return Err(KernelError::Malformed { inst: id, op, reason: format!("{op} is not a kernel-level instruction") });
+                    return Err(KernelError::Malformed {
+                        inst: id,
+                        op,
+                        reason: format!("{op} is not a kernel-level instruction"),
+                    });
                 }
             };
             if !matches!(val, Val::None) {

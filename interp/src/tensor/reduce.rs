@@ -32,7 +32,11 @@ impl Tensor {
             .collect();
         let x = self.permute(&perm)?;
         let k = red.len();
-        let arg = Arg::Reduce { op, axes: k, order: ReduceOrder::Sequential };
+        let arg = Arg::Reduce {
+            op,
+            axes: k,
+            order: ReduceOrder::Sequential,
+        };
         let mut out = match (x.axis, x.devices()) {
             (Some(a), Some(devices)) if a < k => {
                 let local = x.unary_node(Op::REDUCE, arg, None)?;
