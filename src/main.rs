@@ -382,10 +382,15 @@ fn compile(file: &Path, show_c: bool) -> ExitCode {
         Ok(r) => r,
         Err(e) => return bad_input(e.in_file(file)),
     };
-    let sched = match uopkit_compiler::schedule::schedule(&loaded.graph, &verified, &roots) {
-        Ok(s) => s,
+    let opts = match uopkit_conformance::backend::schedule_opts_for(&case) {
+        Ok(o) => o,
         Err(e) => return bad_input(format!("{}: {e}", file.display())),
     };
+    let sched =
+        match uopkit_compiler::schedule::schedule_opts(&loaded.graph, &verified, &roots, &opts) {
+            Ok(s) => s,
+            Err(e) => return bad_input(format!("{}: {e}", file.display())),
+        };
     print!("{sched}");
     let programs: Vec<_> = sched
         .steps

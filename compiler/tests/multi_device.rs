@@ -5,7 +5,7 @@
 //! whose partial results are exact in any order (integers; dyadic floats of few bits), which
 //! is what these tests use. Schedules are checked for their COPY counts and (dst, src) pairs
 //! and for never copying from a device to itself. The N = 4 naive and ring schedules are
-//! snapshots under `tests/snapshots/` (`UPDATE_SNAPSHOTS=1` rewrites them).
+//! insta snapshots under `tests/snapshots/` (`cargo insta review` after a reviewed change).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -667,24 +667,12 @@ fn store_into_a_sharded_buffer_is_per_device() {
 // ---------------------------------------------------------------------------------------
 // Snapshots of the N = 4 schedules.
 
+/// An insta snapshot under `tests/snapshots/` (`cargo insta review`, or
+/// `INSTA_UPDATE=always` to accept a reviewed change).
 fn check_snapshot(name: &str, text: &str) {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/snapshots")
-        .join(format!("{name}.txt"));
-    if std::env::var("UPDATE_SNAPSHOTS").is_ok_and(|v| v == "1") {
-        std::fs::create_dir_all(path.parent().expect("a parent")).expect("create snapshots dir");
-        std::fs::write(&path, text).expect("write snapshot");
-        return;
-    }
-    let want = std::fs::read_to_string(&path).unwrap_or_else(|e| {
-        panic!(
-            "{}: {e} (run with UPDATE_SNAPSHOTS=1 to create it)",
-            path.display()
-        )
-    });
-    if want != text {
-        panic!("snapshot {} differs (UPDATE_SNAPSHOTS=1 rewrites it)\n--- expected\n{want}\n--- got\n{text}", path.display());
-    }
+    let mut settings = insta::Settings::clone_current();
+    settings.set_prepend_module_to_snapshot(false);
+    settings.bind(|| insta::assert_snapshot!(name, text));
 }
 
 /// The schedule's text, then the programs of the kernels on CPU:0 (the fold order).

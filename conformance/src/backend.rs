@@ -22,6 +22,18 @@ pub fn cpu_skip_reason(case: &Case) -> Option<&'static str> {
     None
 }
 
+/// The scheduler's options for a case: the environment's (`UOPKIT_ALLREDUCE`), unless the
+/// case itself says how to lower ALLREDUCE (`"schedule": {"allreduce": "ring"}`).
+pub fn schedule_opts_for(case: &Case) -> Result<ScheduleOpts, String> {
+    let mut opts = ScheduleOpts::from_env()?;
+    if let Some(mode) = case.schedule.as_ref().and_then(|s| s.allreduce.as_deref()) {
+        opts.allreduce = mode
+            .parse()
+            .map_err(|e| format!("schedule.allreduce: {e}"))?;
+    }
+    Ok(opts)
+}
+
 /// The CPU backend's allowances (`manifests/allowances/cpu.json`), read once.
 pub fn cpu_allowances() -> Result<&'static Allowances, String> {
     static ALLOW: OnceLock<Result<Allowances, String>> = OnceLock::new();

@@ -156,7 +156,7 @@ class G:
         self.expect_error = {"kind": "ub", "ub": kind, "node": node, "element": element}
 
     def sched(self, **kw):
-        order = ["copies", "kernels", "no_kernel", "writes", "copy_pairs"]
+        order = ["copies", "kernels", "no_kernel", "writes", "copy_pairs", "allreduce"]
         assert set(kw) <= set(order)
         self.schedule = {k: kw[k] for k in order if k in kw}
 

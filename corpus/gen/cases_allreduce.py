@@ -24,7 +24,7 @@ def fold(op, dt, comps):
     return out
 
 
-def allreduce_case(C, name, op, dt, ndev, comps, desc, prng=None, tags=()):
+def allreduce_case(C, name, op, dt, ndev, comps, desc, prng=None, tags=(), ring=False):
     """comps: per-device lists of Python values (or raw values when prng is given)."""
     g = G(desc, ["allreduce", "multi", op.lower(), dt] + list(tags))
     ds = devs(ndev)
@@ -54,7 +54,13 @@ def allreduce_case(C, name, op, dt, ndev, comps, desc, prng=None, tags=()):
     else:
         raise AssertionError(op)
     g.output("reduced", node, [n], [res] * ndev)
-    g.sched(copies=ndev * (ndev - 1))
+    if ring:
+        # Ring: reduce-scatter then all-gather, 2N(N-1) copies over exactly the N pairs
+        # (device i+1 <- device i) of the ring (tinygrad's test_schedule_ring invariants).
+        pairs = [[f"CPU:{(i + 1) % ndev}", f"CPU:{i}"] for i in range(ndev)]
+        g.sched(copies=2 * ndev * (ndev - 1), copy_pairs=sorted(pairs), allreduce="ring")
+    else:
+        g.sched(copies=ndev * (ndev - 1))
     C.add("allreduce", name, g)
 
 
@@ -63,6 +69,7 @@ def ints(seed, n, lo, hi):
 
 
 def gen(C):
+    gen_ring(C)
     naive = "naive schedule: N*(N-1) copies"
     # ADD
     allreduce_case(C, "add_float32_2dev", "ADD", "float32", 2, [[1, Q(1, 2), -3, 1024], [2, Q(1, 4), 3, -1]],
@@ -191,3 +198,22 @@ def gen(C):
     g.output("sum", s, [2], exp)
     g.output("sum_dev1", g.op("MSELECT", "float32", s, arg=1), [2], exp[1])
     C.add("allreduce", "mstack_plus_broadcast_2dev", g)
+
+
+def gen_ring(C):
+    """Forced ring allreduce: exact-by-construction data (small integers, dyadic values), so the
+    ring's per-chunk fold orders give the same bits as the oracle's device-order fold."""
+    ring = "ring schedule (forced): 2N(N-1) copies over exactly the N ring pairs"
+    for ndev, n in ((2, 64), (3, 7), (4, 400), (8, 256)):
+        comps = [ints(900 + 7 * d + ndev, n, -64, 64) for d in range(ndev)]
+        allreduce_case(C, f"ring_add_int32_{ndev}dev_{n}", "ADD", "int32", ndev, comps,
+                       f"ALLREDUCE ADD int32 over {ndev} devices x {n} prng elements in [-64,64] (SplitMix64), {ring}; "
+                       f"integer sums are exact in any order", tags=["ring"], ring=True,
+                       prng=[{"seed": 900 + 7 * d + ndev, "lo": -64, "hi": 64} for d in range(ndev)])
+    comps = [[Q(i % 16, 4) * (1 if (i + d) % 3 else -1) for i in range(400)] for d in range(4)]
+    allreduce_case(C, "ring_add_float32_4dev_400", "ADD", "float32", 4, comps,
+                   f"ALLREDUCE ADD float32 over 4 devices x 400 quarter-integers in [-3.75, 3.75]: every partial sum is a small "
+                   f"dyadic, exact in float32 whatever the order; {ring} (chunks 112/96/96/96)", tags=["ring"], ring=True)
+    comps = [[(i * (d + 3)) % 11 - 5 for i in range(7)] for d in range(3)]
+    allreduce_case(C, "ring_max_int32_3dev_7", "MAX", "int32", 3, comps,
+                   f"ALLREDUCE MAX int32 over 3 devices x 7 elements (7 splits unevenly into 3 ring chunks); {ring}", tags=["ring", "uneven"], ring=True)

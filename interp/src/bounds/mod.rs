@@ -275,7 +275,11 @@ impl Pass<'_> {
                     return Err(self.err(id, "UNSHARD without an axis"));
                 };
                 let shape = &self.value(n.src[0])?.shape;
-                Some(vec![concat(shape, axis, &self.bounds(n.src[0])?.comps)])
+                Some(vec![crate::eval::concat(
+                    shape,
+                    axis,
+                    &self.bounds(n.src[0])?.comps,
+                )])
             }
             Op::ALLREDUCE => {
                 let Arg::AllReduce { op, .. } = n.arg else {
@@ -952,17 +956,4 @@ fn reassoc_prod(dt: DType, ivs: &[Iv]) -> interval::R<Iv> {
     } else {
         Iv::new(lo, hi)
     }
-}
-
-/// Concatenates per-device components of `shape` along `axis` (as the evaluator's UNSHARD).
-fn concat<T: Clone>(shape: &[usize], axis: usize, comps: &[Vec<T>]) -> Vec<T> {
-    let outer: usize = shape[..axis].iter().product();
-    let inner: usize = shape[axis..].iter().product();
-    let mut out = Vec::with_capacity(outer * inner * comps.len());
-    for o in 0..outer {
-        for c in comps {
-            out.extend_from_slice(&c[o * inner..(o + 1) * inner]);
-        }
-    }
-    out
 }

@@ -485,8 +485,8 @@ fn version_value(dtype: DType, state: &Version, device: Option<&DeviceSpec>) -> 
     }
 }
 
-/// Concatenates per-device components of `shape` along `axis`.
-fn concat(shape: &[usize], axis: usize, comps: &[Vec<Elem>]) -> Vec<Elem> {
+/// Concatenates per-device components of `shape` along `axis` (UNSHARD's meaning).
+pub fn concat<T: Clone>(shape: &[usize], axis: usize, comps: &[Vec<T>]) -> Vec<T> {
     let outer: usize = shape[..axis].iter().product();
     let inner: usize = shape[axis..].iter().product();
     let mut out = Vec::with_capacity(outer * inner * comps.len());
