@@ -8,7 +8,6 @@
 //! insta snapshots under `tests/snapshots/` (`cargo insta review` after a reviewed change).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
 
 use uopkit_compiler::exec;
 use uopkit_compiler::schedule::allreduce::chunk_sizes;

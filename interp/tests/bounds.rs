@@ -767,7 +767,7 @@ fn interval_transfer_functions_contain_every_pointwise_result() {
     for &dt in &dts {
         for _ in 0..300 {
             // an interval around a random value, a few to many ulps wide, sometimes crossing 0
-            let mut pick = |rng: &mut Rng| {
+            let pick = |rng: &mut Rng| {
                 let c = round::from_f64(dt, rng.f32(6) as f64);
                 let w = 1 + (rng.next() % 40) as i128;
                 let lo = round::to_f64(dt, ulp::step(dt, c, -w));
