@@ -23,15 +23,24 @@ use uopkit_interp::ir::{Arg, DType, Device, DeviceSpec, Graph, Node, Op};
 use uopkit_interp::verify::verify;
 
 fn main() {
-    // `cargo bench` passes `--bench`; the numbers are ours.
+    // `cargo bench` passes `--bench`; the numbers are ours. Without `--bench` (`cargo test
+    // --all-targets` runs benches once as a smoke test) use a tiny size: timing is not a test.
+    let benching = std::env::args().any(|a| a == "--bench");
     let nums: Vec<usize> = std::env::args()
         .skip(1)
         .filter(|a| !a.starts_with('-'))
         .filter_map(|a| a.parse().ok())
         .collect();
-    let numel = nums.first().copied().unwrap_or(16 << 20);
+    let numel = nums
+        .first()
+        .copied()
+        .unwrap_or(if benching { 16 << 20 } else { 4096 });
     let ndev = nums.get(1).copied().unwrap_or(4);
-    let reps = nums.get(2).copied().unwrap_or(5).max(1);
+    let reps = nums
+        .get(2)
+        .copied()
+        .unwrap_or(if benching { 5 } else { 1 })
+        .max(1);
     println!(
         "allreduce ADD float32: {ndev} CPU devices x {numel} elements ({:.1} MiB per device), {reps} timed run(s)",
         (numel * 4) as f64 / (1 << 20) as f64
