@@ -79,15 +79,14 @@ fn void() -> Info {
 /// RESHAPE/PERMUTE/SHRINK/FLIP and DETACH. Returns the root (BUFFER, PARAM or AFTER) and the
 /// movement nodes from the root up to `id` (innermost first).
 pub fn storage_view(g: &Graph, mut id: NodeId) -> Option<(NodeId, Vec<NodeId>)> {
+    if !g.is_storage(id) {
+        return None;
+    }
     let mut chain = vec![];
     loop {
         let n = g.node(id);
         match n.op {
-            Op::BUFFER | Op::PARAM => break,
-            Op::AFTER => {
-                storage_view(g, n.src[0])?;
-                break;
-            }
+            Op::BUFFER | Op::PARAM | Op::AFTER => break,
             Op::RESHAPE | Op::PERMUTE | Op::SHRINK | Op::FLIP => {
                 chain.push(id);
                 id = n.src[0];

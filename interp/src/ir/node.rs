@@ -84,6 +84,10 @@ pub struct Node {
 pub struct Graph {
     nodes: Vec<Node>,
     interned: HashMap<Node, NodeId>,
+    /// Per node: whether it is a view of storage (BUFFER/PARAM, or AFTER, RESHAPE, PERMUTE,
+    /// SHRINK, FLIP or DETACH of one). A structural property, kept so that finding a view's
+    /// storage never walks a whole chain of assigns.
+    storage: Vec<bool>,
 }
 
 impl Graph {
@@ -102,9 +106,22 @@ impl Graph {
             "source of a new node must already be in the graph"
         );
         let id = NodeId(self.nodes.len() as u32);
+        let storage = match node.op {
+            Op::BUFFER | Op::PARAM => true,
+            Op::AFTER | Op::DETACH | Op::RESHAPE | Op::PERMUTE | Op::SHRINK | Op::FLIP => {
+                node.src.first().is_some_and(|s| self.storage[s.index()])
+            }
+            _ => false,
+        };
+        self.storage.push(storage);
         self.nodes.push(node.clone());
         self.interned.insert(node, id);
         id
+    }
+
+    /// Whether `id` is a view of storage (see the `storage` field).
+    pub fn is_storage(&self, id: NodeId) -> bool {
+        self.storage.get(id.index()).copied().unwrap_or(false)
     }
 
     pub fn node(&self, id: NodeId) -> &Node {
