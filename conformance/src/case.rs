@@ -47,7 +47,7 @@ pub enum Init {
     Data(Vec<Json>),
     Fill(Json),
     Arange { start: Json, step: Json },
-    Prng { seed: u64, lo: i64, hi: i64 },
+    Prng { seed: u64, lo: i128, hi: i128 },
     Uninit(bool),
     PerDevice(Vec<Init>),
 }

@@ -1,7 +1,7 @@
 //! Initial buffer contents from a case's `inputs` (literals, fills, aranges, seeded PRNG).
 
 use uopkit_interp::ir::{DType, Op};
-use uopkit_interp::scalar::{self, literal};
+use uopkit_interp::scalar::{self, literal, round};
 
 use crate::case::Init;
 
@@ -41,27 +41,33 @@ pub fn component(init: &Init, dt: DType, size: usize) -> Result<Vec<Option<u64>>
         Init::Fill(v) => vec![Some(literal::parse(dt, v)?); size],
         Init::Arange { start, step } => {
             let (start, step) = (literal::parse(dt, start)?, literal::parse(dt, step)?);
-            // start + i*step with one rounding: MULACC(i, step, start), i converted exactly.
-            (0..size)
-                .map(|i| {
-                    let i = scalar::cast(DType::Int64, dt, i as u64)
-                        .map_err(|e| format!("arange index {i}: {e}"))?;
-                    scalar::alu(Op::MULACC, dt, &[i, step, start])
-                        .map(Some)
-                        .map_err(|e| format!("arange: {e}"))
-                })
-                .collect::<Result<_, String>>()?
+            if dt.is_float() {
+                (0..size)
+                    .map(|i| exact_affine(dt, start, step, i).map(Some))
+                    .collect::<Result<_, String>>()?
+            } else {
+                // Integers (and bool): start + i*step wraps, and so does every step of it.
+                (0..size)
+                    .map(|i| {
+                        let i = scalar::cast(DType::Int64, dt, i as u64)
+                            .map_err(|e| format!("arange index {i}: {e}"))?;
+                        scalar::alu(Op::MULACC, dt, &[i, step, start])
+                            .map(Some)
+                            .map_err(|e| format!("arange: {e}"))
+                    })
+                    .collect::<Result<_, String>>()?
+            }
         }
         Init::Prng { seed, lo, hi } => {
             if lo > hi {
                 return Err(format!("prng range [{lo}, {hi}] is empty"));
             }
-            let span = (*hi as i128 - *lo as i128 + 1) as u128;
+            let span = (*hi - *lo + 1) as u128;
             let mut rng = SplitMix64(*seed);
             (0..size)
                 .map(|_| {
-                    let v = *lo as i128 + (rng.next_u64() as u128 % span) as i128;
-                    literal::parse(dt, &serde_json::Value::from(v as i64)).map(Some)
+                    let v = *lo + (rng.next_u64() as u128 % span) as i128;
+                    prng_value(dt, v).map(Some)
                 })
                 .collect::<Result<_, _>>()?
         }
@@ -72,9 +78,124 @@ pub fn component(init: &Init, dt: DType, size: usize) -> Result<Vec<Option<u64>>
     })
 }
 
+/// A drawn integer in `dt`: it must be representable exactly (the format promises an exact
+/// conversion).
+fn prng_value(dt: DType, v: i128) -> Result<u64, String> {
+    let bits = scalar::cast::from_i128(dt, v);
+    let back = if dt.is_float() {
+        round::to_f64(dt, bits) as i128
+    } else {
+        scalar::cast::to_i128(dt, bits)
+    };
+    let fits = dt.int_range().is_none_or(|(lo, hi)| (lo..=hi).contains(&v));
+    if fits && back == v {
+        Ok(bits)
+    } else {
+        Err(format!("prng value {v} is not exactly representable in {dt} (choose lo and hi inside its exact range)"))
+    }
+}
+
+/// `start + i·step` for float bits, computed exactly (as integers times a common power of
+/// two) and rounded once to `dt`.
+fn exact_affine(dt: DType, start: u64, step: u64, i: usize) -> Result<u64, String> {
+    let (a, b) = (round::to_f64(dt, start), round::to_f64(dt, step));
+    if !a.is_finite() || !b.is_finite() {
+        // inf/NaN arithmetic is exact in f64 already, and rounding it changes nothing.
+        return Ok(round::from_f64(dt, a + (i as f64) * b));
+    }
+    let parts = |x: f64| -> (i128, i32) {
+        if x == 0.0 {
+            return (0, 0);
+        }
+        let bits = x.to_bits();
+        let (e, f) = (
+            ((bits >> 52) & 0x7ff) as i32,
+            (bits & ((1 << 52) - 1)) as i128,
+        );
+        let (m, e) = if e == 0 {
+            (f, -1074)
+        } else {
+            (f | (1 << 52), e - 1075)
+        };
+        (if x < 0.0 { -m } else { m }, e)
+    };
+    let ((ma, ea), (mb, eb)) = (parts(a), parts(b));
+    let mb = mb
+        .checked_mul(i as i128)
+        .ok_or("arange: index times step overflows")?;
+    let e0 = ea.min(eb);
+    let shift = |m: i128, e: i32| -> Option<i128> {
+        let s = u32::try_from(e - e0).ok()?;
+        if m == 0 {
+            return Some(0);
+        }
+        (s < 126 && m.unsigned_abs().leading_zeros() > s + 1).then(|| m << s)
+    };
+    let sum = shift(ma, ea)
+        .zip(shift(mb, eb))
+        .and_then(|(x, y)| x.checked_add(y))
+        .ok_or_else(|| {
+            format!("arange: start {a} and step {b} are too far apart in magnitude to sum exactly")
+        })?;
+    let ff = dt.float_format().ok_or("arange: not a float dtype")?;
+    if sum == 0 {
+        // An exact zero sum is +0 (x + -x = +0 in round to nearest), unless both are -0.
+        return Ok(
+            if a == 0.0 && a.is_sign_negative() && (i == 0 || b == 0.0 && b.is_sign_negative()) {
+                round::sign_mask(dt)
+            } else {
+                0
+            },
+        );
+    }
+    Ok(round::round_parts(
+        ff,
+        sum < 0,
+        sum.unsigned_abs(),
+        e0,
+        false,
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn arange_rounds_once_from_the_exact_value() {
+        // bfloat16 257 * 1.5 = 385.5, which rounds to 386 (0x43c1); rounding 257 to bf16
+        // first (256) would give 384.
+        let init = Init::Arange {
+            start: serde_json::json!(0),
+            step: serde_json::json!("1.5"),
+        };
+        let v = component(&init, DType::BFloat16, 300).unwrap();
+        assert_eq!(v[257], Some(0x43c1));
+        // fp8e4m3: 17 * 3 = 51 rounds to 52 (0x65).
+        let init = Init::Arange {
+            start: serde_json::json!(0),
+            step: serde_json::json!(3),
+        };
+        assert_eq!(
+            component(&init, DType::Fp8E4M3, 18).unwrap()[17],
+            Some(0x65)
+        );
+        // float32: exact small values and a negative step crossing zero (+0, not -0).
+        let init = Init::Arange {
+            start: serde_json::json!("1.5"),
+            step: serde_json::json!("-0.75"),
+        };
+        let v = component(&init, DType::Float32, 4).unwrap();
+        assert_eq!(
+            v,
+            vec![
+                Some(0x3fc00000),
+                Some(0x3f400000),
+                Some(0),
+                Some(0xbf400000)
+            ]
+        );
+    }
 
     #[test]
     fn splitmix64_reference_values() {

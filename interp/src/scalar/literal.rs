@@ -62,10 +62,12 @@ fn parse_number(dt: DType, n: &serde_json::Number) -> Result<u64, String> {
         }
         return Ok(from_i128(dt, v));
     }
-    let f = n.as_f64().unwrap_or(f64::NAN);
     if dt.is_float() {
-        return Ok(finite_decimal(dt, f));
+        // The number's own text (serde_json keeps it: `arbitrary_precision`), rounded once
+        // and exactly like a decimal string.
+        return parse_string(dt, &n.to_string());
     }
+    let f = n.as_f64().unwrap_or(f64::NAN);
     if f.fract() == 0.0 && f.abs() >= 9.2e18 {
         Err(format!("{n} does not fit {dt}"))
     } else {
@@ -205,30 +207,34 @@ fn round_decimal(dt: DType, s: &str, dec: &Decimal) -> u64 {
     if dt == DType::Float64 || x == 0.0 || x.is_infinite() {
         return r;
     }
-    let (down, up) = (
-        finite_decimal(dt, x.next_down()),
-        finite_decimal(dt, x.next_up()),
+    // x is the decimal rounded to f64, so the decimal lies within one f64 step of x. If the
+    // dtype values on both sides of x differ, a rounding boundary of the dtype lies in that
+    // interval: compare the decimal with the boundary itself (exactly representable in f64,
+    // since dtype values here have at most 24 significant bits) and round from its side.
+    let ax = x.abs();
+    let (below, above) = (
+        finite_decimal(dt, ax.next_down()),
+        finite_decimal(dt, ax.next_up()),
     );
-    if down == up {
+    if below == above {
         return r;
     }
-    match compare_decimal(dec, x.abs()) {
-        Ordering::Equal => r,
-        // Below |x| in magnitude is toward zero: `down` for positive x, `up` for negative.
-        Ordering::Less => {
-            if x > 0.0 {
-                down
-            } else {
-                up
-            }
-        }
-        Ordering::Greater => {
-            if x > 0.0 {
-                up
-            } else {
-                down
-            }
-        }
+    let (fb, fa) = (to_f64(dt, below), to_f64(dt, above));
+    let boundary = if fa.is_infinite() {
+        // Overflow: max finite + half its ulp.
+        fb + (fb - to_f64(dt, below - 1)) / 2.0
+    } else {
+        (fb + fa) / 2.0
+    };
+    let magnitude = match compare_decimal(dec, boundary) {
+        Ordering::Less => below,
+        Ordering::Greater => above,
+        Ordering::Equal => finite_decimal(dt, boundary),
+    };
+    if x < 0.0 {
+        magnitude | sign_mask(dt)
+    } else {
+        magnitude
     }
 }
 
@@ -420,6 +426,35 @@ pub fn display(dt: DType, bits: u64) -> String {
 
 #[cfg(test)]
 mod tests {
+
+    /// Decimals just past a rounding boundary of the dtype, where the boundary itself is the
+    /// f64 next to the decimal's f64 (found by review; derived exactly with Python's
+    /// `fractions`): the decimal's side of the boundary decides, not the boundary's tie.
+    #[test]
+    fn decimals_next_to_a_boundary_round_from_their_side() {
+        use serde_json::json;
+        let p = |dt, s: &str| parse(dt, &json!(s)).unwrap();
+        assert_eq!(p(DType::Float32, "1.0000000596046449"), 0x3f800001);
+        assert_eq!(p(DType::Float16, "1.00048828125000017"), 0x3c01);
+        assert_eq!(p(DType::BFloat16, "1.00390625000000017"), 0x3f81);
+        assert_eq!(p(DType::Float16, "65519.999999999995"), 0x7bff);
+        assert_eq!(p(DType::Float16, "-1.00048828125000017"), 0xbc01);
+        // The exact ties still go to even.
+        assert_eq!(p(DType::Float16, "1.00048828125"), 0x3c00);
+        assert_eq!(p(DType::Float16, "65520"), 0x7c00);
+    }
+
+    /// A JSON number is read from its own text (serde_json keeps it), exactly like a string.
+    #[test]
+    fn json_numbers_round_once_from_their_text() {
+        let n: Value = serde_json::from_str("1.0000000596046449").unwrap();
+        assert_eq!(parse(DType::Float32, &n).unwrap(), 0x3f800001);
+        let n: Value = serde_json::from_str("-1.5432835417340557e+88").unwrap();
+        assert_eq!(parse(DType::Float64, &n).unwrap(), 0xd23f0824128b2f33);
+        let n: Value = serde_json::from_str("18446745173221179393").unwrap();
+        assert_eq!(parse(DType::Float32, &n).unwrap(), 0x5f800001);
+    }
+
     use super::*;
     use crate::scalar::round::tests::Rng;
     use serde_json::json;
