@@ -97,8 +97,10 @@ def gen_declared_orders(C):
     order, so the split result is exact (and differs from the sequential one)."""
     g = G("REDUCE ADD of float32 [1e8, 1, -1e8, 1] declared as split(2): acc0 = (0 + 1e8) + -1e8 = 0, "
           "acc1 = (0 + 1) + 1 = 2, combined left to right: 0 + 2 = 2.0 (sequential gives 1.0 since 1e8 + 1 "
-          "rounds to 1e8); by hand, every step exact or checked with struct", ["reduce", "order", "float32"])
+          "rounds to 1e8); declared as chunks(2): blocks [1e8, 1] -> 1e8 (1e8 + 1 rounds back) and [-1e8, 1] -> -1e8, "
+          "combined 1e8 + -1e8 = 0.0; by hand, every step exact or checked with struct", ["reduce", "order", "float32"])
     b = g.buffer("float32", 4, data=[N.raw("float32", v) for v in [10 ** 8, 1, -(10 ** 8), 1]])
     g.output("split2", g.reduce(b, "ADD", 1, {"split": 2}), [], [N.raw("float32", 2)])
     g.output("sequential", g.reduce(b, "ADD", 1), [], [N.raw("float32", 1)])
+    g.output("chunks2", g.reduce(b, "ADD", 1, {"chunks": 2}), [], [N.raw("float32", 0)])
     C.add("reduce", "add_float32_declared_split", g)

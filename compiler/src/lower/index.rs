@@ -91,7 +91,7 @@ impl IndexGraph {
     }
 
     /// a / b for a ≥ 0 (C division; the operands of index arithmetic are never negative).
-    fn div_i(&mut self, a: NodeId, b: i64) -> NodeId {
+    pub fn div_i(&mut self, a: NodeId, b: i64) -> NodeId {
         if b == 1 {
             return a;
         }

@@ -361,8 +361,9 @@ impl Lowerer<'_> {
 
     /// A reduction: register accumulators set to the identity, one loop per reduced axis
     /// (row-major, so the fold order is the oracle's), acc = op(acc, x). A declared
-    /// `split(k)` order keeps k accumulators (element r goes to r mod k) and combines them
-    /// left to right, exactly as the oracle replays it.
+    /// `split(k)` order keeps k accumulators (element r goes to r mod k), `chunks(k)` keeps
+    /// one per contiguous block (r / ⌈n/k⌉); either way they are combined left to right,
+    /// exactly as the oracle replays it. `tree` is not lowered.
     fn reduce(
         &mut self,
         n: NodeId,
@@ -378,9 +379,13 @@ impl Lowerer<'_> {
         else {
             return Err(self.err(n, "REDUCE without an op"));
         };
-        let k = match *order {
-            ReduceOrder::Sequential => 1,
-            ReduceOrder::Split(k) => k.max(1),
+        let red_n: usize = self.ver.info(node.src[0]).shape[..axes].iter().product();
+        // k accumulators; element r of the reduced axes (row-major) goes to slot(r).
+        let (k, chunk) = match *order {
+            ReduceOrder::Sequential => (1, None),
+            ReduceOrder::Split(k) => (k.max(1), None),
+            // k contiguous blocks of ceil(n/k) elements: element r goes to block r / c.
+            ReduceOrder::Chunks(k) => (k.max(1), Some(red_n.div_ceil(k.max(1)).max(1))),
             ref other => {
                 return Err(self.err(
                     n,
@@ -410,7 +415,10 @@ impl Lowerer<'_> {
             flat = self.ix.add_i(flat, term);
             stride *= d as i64;
         }
-        let slot = self.ix.mod_i(flat, k as i64);
+        let slot = match chunk {
+            None => self.ix.mod_i(flat, k as i64),
+            Some(c) => self.ix.div_i(flat, c as i64),
+        };
         let slot = self.emit_index(slot);
         let at_in = self.prog.push(Op::INDEX, dt, vec![acc, slot], KArg::None);
         let cur = self.prog.push(Op::LOAD, dt, vec![at_in], KArg::None);

@@ -123,6 +123,8 @@ pub struct Planner<'a> {
     pub allreduce: AllreduceMode,
     /// Copies of old buffer versions taken for steps that also see a newer one.
     snapshots: BTreeMap<(NodeId, BufId, Tag), Src>,
+    /// Buffer versions that a planned step overwrites.
+    overwritten: std::collections::BTreeSet<(BufId, Tag)>,
 }
 
 pub(super) fn err(node: NodeId, reason: impl Into<String>) -> ScheduleError {
@@ -148,6 +150,7 @@ impl<'a> Planner<'a> {
             done_stores: BTreeMap::new(),
             allreduce: AllreduceMode::Auto,
             snapshots: BTreeMap::new(),
+            overwritten: std::collections::BTreeSet::new(),
         })
     }
 
@@ -254,12 +257,15 @@ impl<'a> Planner<'a> {
                 chain: vec![],
             },
             Op::AFTER => {
+                // The view's own storage may come from an earlier AFTER whose stores come
+                // first in program order: plan them before this AFTER's own dependencies,
+                // so that their reads of older versions are planned before the overwrites.
+                if storage_view(self.g, node.src[0]).is_some() {
+                    self.value_c(node.src[0], c)?;
+                }
                 self.run_effects(&node.src[1..])?;
                 match storage_view(self.g, node.src[0]) {
                     Some(_) => {
-                        // The view's own storage may come from an earlier AFTER whose stores
-                        // must run too.
-                        self.value_c(node.src[0], c)?;
                         let (buf, version, chain) = self.versions.root(n)?.clone();
                         let buffer = self.graph_buffer(buf, c)?;
                         let tag = version.map_or(Tag::Initial, Tag::Store);
@@ -465,8 +471,8 @@ impl<'a> Planner<'a> {
     /// Component `c` of the value of `n` as one whole flat buffer.
     pub fn whole_buffer_c(&mut self, n: NodeId, c: usize) -> Result<Src, ScheduleError> {
         let c = self.comp_of(n, c);
-        if let Some(s) = self.wholes.get(&(n, c)) {
-            return Ok(s.clone());
+        if let Some(s) = self.wholes.get(&(n, c)).cloned() {
+            return Ok(self.unstale(n, s));
         }
         let s = self.value_c(n, c)?;
         let size = self.buffers[s.buffer.0 as usize].size;
@@ -477,7 +483,7 @@ impl<'a> Planner<'a> {
             self.materialize_c(n, c)?
         };
         self.wholes.insert((n, c), s.clone());
-        Ok(s)
+        Ok(self.unstale(n, s))
     }
 
     /// A kernel computing `n` into a fresh buffer.
@@ -542,6 +548,32 @@ impl<'a> Planner<'a> {
         })
     }
 
+    /// Copies a whole version of a graph buffer into a fresh buffer on its device.
+    fn copy_version(&mut self, whole: Src, size: usize) -> Src {
+        let decl = self.buffers[whole.buffer.0 as usize].clone();
+        let node = match decl.kind {
+            BufferKind::Graph(n) | BufferKind::GraphComponent(n, _) => n,
+            // Intermediates are written once and never overwritten.
+            BufferKind::Intermediate => return whole,
+        };
+        let target = self.new_buffer(decl.dtype, size, decl.device, BufferKind::Intermediate);
+        let reads = vec![(whole.buffer, whole.tag)];
+        let spec = KernelSpec {
+            device: decl.device,
+            target,
+            target_chain: vec![],
+            value: node,
+            leaves: BTreeMap::from([(node, whole)]),
+            expr: None,
+        };
+        let made = self.push(Planned::Kernel(spec), reads, target, Tag::Initial);
+        Src {
+            buffer: target,
+            tag: made,
+            chain: vec![],
+        }
+    }
+
     /// Copies `src` (the value of `n`, a version that a later step overwrites) into a fresh
     /// buffer, so the value survives until the schedule ends.
     pub fn snapshot(&mut self, n: NodeId, src: Src) -> Src {
@@ -579,7 +611,10 @@ impl<'a> Planner<'a> {
     ) -> Result<Tag, ScheduleError> {
         let mut leaves = BTreeMap::new();
         self.collect_leaves(value, c, device, false, true, &mut leaves)?;
-        self.separate_versions(&mut leaves, (target, prev));
+        for src in leaves.values_mut() {
+            let stale = src.clone();
+            *src = self.fresh_leaf(stale);
+        }
         let mut reads: Vec<(BufId, Tag)> =
             leaves.values().map(|s: &Src| (s.buffer, s.tag)).collect();
         reads.sort();
@@ -595,58 +630,49 @@ impl<'a> Planner<'a> {
         Ok(self.push(Planned::Kernel(spec), reads, target, prev))
     }
 
-    /// A step that reads one buffer at an older version than another of its accesses (a read
-    /// of a newer version, or the version it overwrites) would have to run both before and
-    /// after the store in between. The older reads go through a snapshot instead, taken
-    /// before that store (write-after-read ordering places it there).
-    fn separate_versions(&mut self, leaves: &mut BTreeMap<NodeId, Src>, written: (BufId, Tag)) {
-        let mut newest: BTreeMap<BufId, Tag> = BTreeMap::new();
-        for (b, t) in leaves
-            .values()
-            .map(|s| (s.buffer, s.tag))
-            .chain(std::iter::once(written))
-        {
-            match newest.get(&b) {
-                Some(&n) if !self.versions_newer(n, t) => {}
-                _ => {
-                    newest.insert(b, t);
-                }
-            }
+    /// A read of a buffer version that an already planned step overwrites goes through a
+    /// snapshot taken before that step: the reader may also depend on the newer version (a
+    /// value read both before and after an assign, directly or through other steps), and
+    /// then it could run neither before nor after the overwrite. The snapshot depends only
+    /// on the version it copies, so write-after-read ordering can always place it.
+    fn unstale(&mut self, n: NodeId, src: Src) -> Src {
+        if !self.overwritten.contains(&(src.buffer, src.tag)) {
+            return src;
         }
-        let stale: Vec<NodeId> = leaves
-            .iter()
-            .filter(|(_, s)| {
-                newest
-                    .get(&s.buffer)
-                    .is_some_and(|&n| self.versions_newer(s.tag, n))
-            })
-            .map(|(&k, _)| k)
-            .collect();
-        for n in stale {
-            let src = leaves[&n].clone();
-            let key = (n, src.buffer, src.tag);
-            let snap = match self.snapshots.get(&key) {
-                Some(s) => s.clone(),
-                None => {
-                    let s = self.snapshot(n, src);
-                    self.snapshots.insert(key, s.clone());
-                    s
-                }
-            };
-            leaves.insert(n, snap);
+        let key = (n, src.buffer, src.tag);
+        if let Some(s) = self.snapshots.get(&key) {
+            return s.clone();
         }
+        let s = self.snapshot(n, src);
+        self.snapshots.insert(key, s.clone());
+        s
     }
 
-    /// Whether version `new` of a graph buffer was made (through stores) from version `old`.
-    fn versions_newer(&self, old: Tag, new: Tag) -> bool {
-        let v = |t: Tag| match t {
-            Tag::Initial => Some(None),
-            Tag::Store(s) => Some(Some(s)),
-            Tag::Made(_) => None,
+    /// [`Self::unstale`] for a leaf of a kernel, keyed by the leaf's own view.
+    fn fresh_leaf(&mut self, src: Src) -> Src {
+        if !self.overwritten.contains(&(src.buffer, src.tag)) {
+            return src;
+        }
+        // Copy the whole version (views stay views of the copy).
+        let size = self.buffers[src.buffer.0 as usize].size;
+        let key = (NodeId(u32::MAX), src.buffer, src.tag);
+        let copy = match self.snapshots.get(&key) {
+            Some(s) => s.clone(),
+            None => {
+                let whole = Src {
+                    buffer: src.buffer,
+                    tag: src.tag,
+                    chain: vec![],
+                };
+                let s = self.copy_version(whole, size);
+                self.snapshots.insert(key, s.clone());
+                s
+            }
         };
-        match (v(old), v(new)) {
-            (Some(a), Some(b)) => a != b && self.versions.is_ancestor(a, b),
-            _ => false,
+        Src {
+            buffer: copy.buffer,
+            tag: copy.tag,
+            chain: src.chain,
         }
     }
 
@@ -660,6 +686,7 @@ impl<'a> Planner<'a> {
         let made = match &what {
             Planned::Kernel(_) | Planned::Copy { .. } => Tag::Made(self.steps.len()),
         };
+        self.overwritten.insert((target, prev));
         self.steps.push(PlannedStep {
             what,
             reads,
@@ -809,7 +836,17 @@ impl<'a> Planner<'a> {
         // (an in-place update would then read elements it already overwrote).
         let mut leaves = BTreeMap::new();
         self.collect_leaves(value, c, decl.device, false, true, &mut leaves)?;
-        let hazard = leaves.values().any(|l| l.buffer == buf && l.chain != chain);
+        let mut moved_reads = std::collections::BTreeSet::new();
+        self.moved_leaves(
+            value,
+            &leaves,
+            false,
+            &mut std::collections::BTreeSet::new(),
+            &mut moved_reads,
+        );
+        let hazard = leaves
+            .iter()
+            .any(|(k, l)| l.buffer == buf && (l.chain != chain || moved_reads.contains(k)));
         if hazard {
             let tmp = self.materialize_c(value, c)?;
             let leaves = BTreeMap::from([(value, tmp.clone())]);
@@ -832,6 +869,33 @@ impl<'a> Planner<'a> {
         }
         self.retag(buf, base.tag, new_tag);
         Ok(())
+    }
+
+    /// The leaves that the fused expression of `n` reads through a movement op or a
+    /// reduction: element i of such a leaf is not (only) element i of the kernel's output, so
+    /// an in-place store would read elements it already overwrote.
+    fn moved_leaves(
+        &self,
+        n: NodeId,
+        leaves: &BTreeMap<NodeId, Src>,
+        moved: bool,
+        seen: &mut std::collections::BTreeSet<(NodeId, bool)>,
+        out: &mut std::collections::BTreeSet<NodeId>,
+    ) {
+        if !seen.insert((n, moved)) {
+            return;
+        }
+        if leaves.contains_key(&n) {
+            if moved {
+                out.insert(n);
+            }
+            return;
+        }
+        let node = self.g.node(n);
+        let moved = moved || node.op.is_movement() || node.op == Op::REDUCE;
+        for &s in &node.src {
+            self.moved_leaves(s, leaves, moved, seen, out);
+        }
     }
 
     /// Names the version the last step made by its STORE (graph buffers' versions are the
