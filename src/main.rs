@@ -206,20 +206,22 @@ fn check(dir: &Path, filter: Option<&str>, backends: &[Backend]) -> ExitCode {
             }
         };
         for (b, t) in backends.iter().zip(tallies.iter_mut()) {
-            let result = match b {
+            if *b == Backend::Cpu && uopkit_conformance::backend::cpu_skip_reason(&case).is_some() {
+                t.skipped += 1;
+                continue;
+            }
+            // One case that crashes the kit (a bug) must not stop the others.
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match b {
                 Backend::Oracle => run::check_oracle(&case).map(|_| ()),
-                Backend::Cpu => match uopkit_conformance::backend::cpu_skip_reason(&case) {
-                    Some(_) => {
-                        t.skipped += 1;
-                        continue;
-                    }
-                    None => uopkit_conformance::backend::cpu_allowances()
-                        .and_then(|allow| {
-                            uopkit_conformance::backend::check_cpu_with(&case, &name, allow)
-                        })
-                        .map(|_| ()),
-                },
-            };
+                Backend::Cpu => uopkit_conformance::backend::cpu_allowances()
+                    .and_then(|allow| {
+                        uopkit_conformance::backend::check_cpu_with(&case, &name, allow)
+                    })
+                    .map(|_| ()),
+            }))
+            .unwrap_or_else(|_| {
+                Err("uopkit crashed on this case (a bug: please report it with the case)".into())
+            });
             match result {
                 Ok(()) => t.passed += 1,
                 Err(report) => {

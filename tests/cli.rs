@@ -289,3 +289,73 @@ fn deep_graph_checks_on_oracle_and_cpu() {
         "{text}"
     );
 }
+
+#[test]
+fn two_case_buffers_that_are_one_node_are_rejected() {
+    let g = format!(
+        r#"[{BUF}, {{"id": 1, "op": "BUFFER", "dtype": "int32", "arg": {{"slot": 0, "size": 4, "device": "CPU"}}}}]"#
+    );
+    rejects(
+        "dup_buffer.json",
+        &with_graph(&g, r#"{"0": {"fill": 1}, "1": {"fill": 2}}"#, "[]"),
+        Some(1),
+        "same node as node 0",
+    );
+}
+
+#[test]
+fn an_output_must_have_a_value_and_the_right_shape() {
+    let g = format!(r#"[{BUF}, {{"id": 1, "op": "STORE", "dtype": "void", "src": [0, 0]}}]"#);
+    let out = r#"[{"name": "s", "node": 1, "shape": [], "expect": []}]"#;
+    rejects(
+        "void_output.json",
+        &with_graph(&g, r#"{"0": {"fill": 1}}"#, out),
+        Some(1),
+        "has no value",
+    );
+    let out = r#"[{"name": "b", "node": 0, "shape": [2, 2], "expect": [1, 1, 1, 1]}]"#;
+    rejects(
+        "wrong_shape.json",
+        &with_graph(&format!("[{BUF}]"), r#"{"0": {"fill": 1}}"#, out),
+        Some(0),
+        "the node has shape [4]",
+    );
+    let out = r#"[{"name": "b", "node": 0, "shape": [4], "expect": [1, 1, 1]}]"#;
+    rejects(
+        "short_expect.json",
+        &with_graph(&format!("[{BUF}]"), r#"{"0": {"fill": 1}}"#, out),
+        Some(0),
+        "expect has 3 elements",
+    );
+}
+
+#[test]
+fn absurd_reduce_orders_and_empty_expands_are_handled() {
+    let g = format!(
+        r#"[{BUF}, {{"id": 1, "op": "REDUCE", "dtype": "int32", "src": [0], "arg": ["ADD", 1, {{"split": 1000000000000000000}}]}}]"#
+    );
+    rejects(
+        "huge_split.json",
+        &with_graph(&g, r#"{"0": {"fill": 1}}"#, "[]"),
+        Some(1),
+        "needs 1..=4 parts",
+    );
+    // A 0-element value expanded enormously is still 0 elements, evaluated at once.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let g = r#"[{"id": 0, "op": "BUFFER", "dtype": "int32", "arg": {"slot": 0, "size": 0, "device": "CPU"}},
+                {"id": 1, "op": "EXPAND", "dtype": "int32", "src": [0], "arg": [1099511627776, 8388608]}]"#;
+    let out = r#"[{"name": "e", "node": 1, "shape": [1099511627776, 8388608, 0], "expect": []}]"#;
+    let file = case_file(&dir, "empty_expand.json", &with_graph(g, "{}", out));
+    let (code, text) = uopkit(&["run", file.to_str().expect("utf-8 path")]);
+    assert_eq!(code, 0, "{text}");
+}
+
+#[test]
+fn uninit_false_is_rejected() {
+    rejects(
+        "uninit_false.json",
+        &with_graph(&format!("[{BUF}]"), r#"{"0": {"uninit": false}}"#, "[]"),
+        Some(0),
+        "says nothing",
+    );
+}

@@ -71,7 +71,10 @@ pub fn component(init: &Init, dt: DType, size: usize) -> Result<Vec<Option<u64>>
                 })
                 .collect::<Result<_, _>>()?
         }
-        Init::Uninit(_) => vec![None; size],
+        Init::Uninit(true) => vec![None; size],
+        Init::Uninit(false) => {
+            return Err("{\"uninit\": false} says nothing: give data, fill, arange or prng".into())
+        }
         Init::PerDevice(_) => {
             return Err("per_device may only appear at the top of an input".into())
         }

@@ -121,7 +121,49 @@ pub fn load(case: &Case) -> Result<(Loaded, Verified), LoadError> {
             verify::verify(&loaded.graph).map_err(|e| LoadError::Verify(loaded.file_error(e)))?;
     }
     loaded.inputs = materialize_inputs(case, &loaded, &verified).map_err(LoadError::Case)?;
+    check_outputs(case, &loaded, &verified).map_err(LoadError::Case)?;
     Ok((loaded, verified))
+}
+
+/// Every output names a node with a value, says its shape right, and (unless the case expects
+/// an error, or gives no values at all) gives expected literals that parse in the node's
+/// dtype: a case that gets these wrong is bad input, not a disagreement.
+fn check_outputs(case: &Case, loaded: &Loaded, ver: &Verified) -> Result<(), CaseError> {
+    for o in &case.outputs {
+        let id = loaded.arena(o.node)?;
+        let info = ver.info(id);
+        if info.dtype == DType::Void {
+            return Err(CaseError::new(
+                Some(o.node),
+                format!(
+                    "output '{}' names a {} node, which has no value",
+                    o.name,
+                    loaded.graph.node(id).op
+                ),
+            ));
+        }
+        if info.shape != o.shape {
+            return Err(CaseError::new(
+                Some(o.node),
+                format!(
+                    "output '{}': the case says shape {:?}, the node has shape {:?}",
+                    o.name, o.shape, info.shape
+                ),
+            ));
+        }
+        // An empty `expect` gives no values (generated cases are judged against the oracle).
+        let no_values = o.expect.as_array().is_some_and(|a| a.is_empty());
+        if case.expect_error.is_none() && !no_values {
+            let multi = match (&info.device, loaded.graph.node(id).op) {
+                (_, Op::UNSHARD) => None,
+                (Some(DeviceSpec::Multi(ds)), _) => Some(ds.len()),
+                _ => None,
+            };
+            crate::compare::expected_bits(o, info.dtype, multi)
+                .map_err(|e| CaseError::new(Some(o.node), format!("output '{}': {e}", o.name)))?;
+        }
+    }
+    Ok(())
 }
 
 /// Why a case could not be loaded: the file itself is wrong, or the verifier rejected the
@@ -169,6 +211,12 @@ fn build_graph(case: &Case) -> Result<Loaded, CaseError> {
         });
         if id.index() == file_id.len() {
             file_id.push(n.id);
+        } else if matches!(n.op, Op::BUFFER | Op::PARAM) {
+            // Hash-consing would silently make them one storage.
+            return Err(CaseError::new(
+                Some(n.id),
+                format!("{} is the same node as node {} (same slot, size and device): give each buffer its own slot", n.op, file_id[id.index()]),
+            ));
         }
         arena_id.insert(n.id, id);
     }

@@ -2,11 +2,16 @@
 //! malformed graph with the node and the reason, before anything is allocated or run.
 
 use crate::error::{Error, Result};
-use crate::ir::{Arg, DType, DeviceSpec, Graph, NodeId, Op};
+use crate::ir::{Arg, DType, DeviceSpec, Graph, NodeId, Op, ReduceOrder};
 
 /// The largest number of elements one value may have. The oracle keeps ~24 bytes per
 /// element, so this caps one value at a few GiB; larger graphs are refused up front.
 pub const MAX_ELEMENTS: usize = 1 << 28;
+
+/// The largest number of elements all values of a graph may have together (every device's
+/// component counted): the oracle keeps every node's value, so this bounds its memory at a
+/// few GiB however the elements are spread over nodes.
+pub const MAX_TOTAL_ELEMENTS: usize = 1 << 28;
 
 /// What the verifier knows about a node's value.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -40,8 +45,14 @@ impl Verified {
 /// Verifies every node of `g` (sources first).
 pub fn verify(g: &Graph) -> Result<Verified> {
     let mut infos: Vec<Info> = Vec::with_capacity(g.len());
+    let mut total: usize = 0;
     for id in g.ids() {
         let info = verify_node(g, &infos, id)?;
+        let copies = info.device.as_ref().map_or(1, |d| d.devices().len());
+        total = total.saturating_add(info.numel().saturating_mul(copies));
+        if total > MAX_TOTAL_ELEMENTS {
+            return Err(err(g, id, format!("the graph's values have more than {MAX_TOTAL_ELEMENTS} elements in all (the oracle keeps every value)")));
+        }
         if info.numel() > MAX_ELEMENTS {
             return Err(err(
                 g,
@@ -417,7 +428,12 @@ fn verify_node(g: &Graph, infos: &[Info], id: NodeId) -> Result<Info> {
             arity(1..=1)?;
             not_void(0)?;
             dtype_is(src[0].dtype)?;
-            let Arg::Reduce { op, axes, .. } = n.arg else {
+            let Arg::Reduce {
+                op,
+                axes,
+                ref order,
+            } = n.arg
+            else {
                 return Err(bad_arg());
             };
             if !op.is_reduce_op() {
@@ -428,6 +444,19 @@ fn verify_node(g: &Graph, infos: &[Info], id: NodeId) -> Result<Info> {
                     "REDUCE of the first {axes} axes of a {}-d value",
                     src[0].shape.len()
                 )));
+            }
+            // A declared order splits the reduced elements; more parts than elements is
+            // meaningless (and would make the oracle allocate for nothing).
+            let reduced: usize = src[0].shape[..axes].iter().product();
+            if let ReduceOrder::Split(k) | ReduceOrder::Chunks(k) = *order {
+                if k == 0 || k > reduced.max(1) {
+                    return Err(e(format!("reduce order {order:?} needs 1..={} parts (there are {reduced} reduced elements)", reduced.max(1))));
+                }
+            }
+            if let ReduceOrder::Tree(0) = *order {
+                return Err(e(
+                    "reduce order Tree(0) needs a leaf size of at least 1".into()
+                ));
             }
             Info {
                 dtype: n.dtype,

@@ -172,7 +172,12 @@ pub fn fill_expect_from_oracle(case: &mut Case) -> Result<(), String> {
 
 /// Sets every output's `shape` to what the verifier computes (after an edit of the graph).
 pub fn fix_output_shapes(case: &mut Case) -> Result<(), String> {
-    let (loaded, ver) = crate::load::load(case).map_err(|e| e.to_string())?;
+    // Load the graph alone: the outputs' stale shapes are what is being fixed.
+    let graph_only = Case {
+        outputs: vec![],
+        ..case.clone()
+    };
+    let (loaded, ver) = crate::load::load(&graph_only).map_err(|e| e.to_string())?;
     for out in case.outputs.iter_mut() {
         let id = loaded.arena(out.node).map_err(|e| e.to_string())?;
         out.shape = ver.info(id).shape.clone();

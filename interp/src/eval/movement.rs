@@ -18,7 +18,12 @@ pub fn apply<T: Clone>(op: Op, arg: &Arg, shape: &[usize], data: &[T], fill: &T)
     match (op, arg) {
         (Op::RESHAPE, _) => data.to_vec(),
         (Op::EXPAND, Arg::Shape(lead)) => {
-            let times: usize = lead.iter().product();
+            // An empty value stays empty however many times it is repeated.
+            let times: usize = if data.is_empty() {
+                0
+            } else {
+                lead.iter().product()
+            };
             let mut out = Vec::with_capacity(times * data.len());
             for _ in 0..times {
                 out.extend_from_slice(data);

@@ -121,15 +121,21 @@ impl serde::Serialize for DeviceSpec {
 
 impl<'de> serde::Deserialize<'de> for DeviceSpec {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        // Names first, parsed after, so a bad name gets its own message ("bad device 'TPU:0'").
         #[derive(serde::Deserialize)]
         #[serde(untagged)]
         enum Raw {
-            One(Device),
-            Many(Vec<Device>),
+            One(String),
+            Many(Vec<String>),
         }
-        Ok(match Raw::deserialize(d)? {
-            Raw::One(x) => DeviceSpec::Single(x),
-            Raw::Many(xs) => DeviceSpec::Multi(xs),
+        let raw = Raw::deserialize(d)
+            .map_err(|_| serde::de::Error::custom("expected a device (\"CPU\", \"CPU:1\", \"CUDA:0\", \"HIP:0\") or a list of devices"))?;
+        let parse = |s: &str| s.parse::<Device>().map_err(serde::de::Error::custom);
+        Ok(match raw {
+            Raw::One(x) => DeviceSpec::Single(parse(&x)?),
+            Raw::Many(xs) => {
+                DeviceSpec::Multi(xs.iter().map(|x| parse(x)).collect::<Result<_, _>>()?)
+            }
         })
     }
 }

@@ -17,6 +17,22 @@ pub struct Inlined {
     pub origin: Vec<NodeId>,
 }
 
+/// The largest graph inlining may produce: nested CALLs can double it at every level.
+pub const MAX_INLINED_NODES: usize = 1 << 21;
+
+/// The number of elements of a buffer-like argument (BUFFER/PARAM, or AFTER of one), when
+/// it can be read off the graph without verifying it.
+fn numel_of(g: &Graph, mut n: NodeId) -> Option<usize> {
+    loop {
+        let node = g.node(n);
+        match (&node.op, &node.arg) {
+            (Op::BUFFER | Op::PARAM, Arg::Buffer { size, .. }) => return Some(*size),
+            (Op::AFTER | Op::DETACH, _) => n = *node.src.first()?,
+            _ => return None,
+        }
+    }
+}
+
 pub fn inline_calls(g: &Graph) -> Result<Inlined> {
     let mut out = Graph::new();
     let mut origin: Vec<NodeId> = vec![];
@@ -54,6 +70,15 @@ pub fn inline_calls(g: &Graph) -> Result<Inlined> {
                         args.len()
                     ),
                 })?;
+                if let (Arg::Buffer { size, .. }, Some(arg_size)) = (&bn.arg, numel_of(&out, arg)) {
+                    if *size != arg_size {
+                        return Err(Error::Verify {
+                            node: id,
+                            op: Op::CALL,
+                            reason: format!("PARAM slot {slot} has {size} elements but argument {slot} has {arg_size}"),
+                        });
+                    }
+                }
                 if out.node(arg).dtype != bn.dtype {
                     return Err(Error::Verify {
                         node: id,
@@ -78,6 +103,13 @@ pub fn inline_calls(g: &Graph) -> Result<Inlined> {
             }
         }
         remap.push(sub.get(&body).copied().unwrap_or(body));
+        if out.len() > MAX_INLINED_NODES {
+            return Err(Error::Verify {
+                node: id,
+                op: Op::CALL,
+                reason: format!("inlining the CALLs makes more than {MAX_INLINED_NODES} nodes (nested CALLs double the graph at every level)"),
+            });
+        }
     }
     Ok(Inlined {
         graph: out,

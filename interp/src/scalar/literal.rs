@@ -321,7 +321,7 @@ impl Big {
 ///
 /// bool → `true`/`false`; ints → JSON integers; floats → strings: `"nan"`/`"-nan"` for the
 /// canonical NaNs, `"0x…"` for other NaNs, `"inf"`, `"-inf"`, `"-0.0"`, otherwise the
-/// shortest decimal that rounds back to the same value in `dt`.
+/// shortest decimal that rounds back to the same value in `dt` (fp8: the exact value).
 pub fn format(dt: DType, bits: u64) -> Value {
     let bits = bits & mask(dt);
     if dt == DType::Void {
@@ -366,6 +366,8 @@ fn float_string(dt: DType, bits: u64) -> String {
     let sci = match dt {
         DType::Float32 => format!("{:e}", f32::from_bits(bits as u32)),
         DType::Float64 => format!("{x:e}"),
+        // fp8 values have few digits: show them exactly (448, not its shortest "450").
+        DType::Fp8E4M3 | DType::Fp8E5M2 => format!("{x:e}"),
         // Shortest correctly rounded digit string that rounds back to the same bits.
         _ => (0..17)
             .map(|p| format!("{x:.p$e}"))
@@ -509,7 +511,7 @@ mod tests {
         assert_eq!(format(Float16, 0x0001), json!("6e-8"));
         assert_eq!(format(Float16, 0x7c01), json!("0x7c01"));
         assert_eq!(format(BFloat16, 0x3dcd), json!("0.1"));
-        assert_eq!(format(Fp8E4M3, 0x7e), json!("450.0")); // 448's shortest float8 decimal
+        assert_eq!(format(Fp8E4M3, 0x7e), json!("448.0")); // fp8 values are shown exactly
         assert_eq!(format(Fp8E4M3, 0x7f), json!("nan"));
         assert_eq!(format(Fp8E5M2, 0x7f), json!("0x7f"));
         assert_eq!(format(Float64, 0x3fb9_9999_9999_999a), json!("0.1"));
