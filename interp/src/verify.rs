@@ -8,6 +8,10 @@ use crate::ir::{Arg, DType, DeviceSpec, Graph, NodeId, Op, ReduceOrder};
 /// element, so this caps one value at a few GiB; larger graphs are refused up front.
 pub const MAX_ELEMENTS: usize = 1 << 28;
 
+/// A declared reduce order may split into at most this many parts, or as many as there are
+/// reduced elements if that is more.
+pub const MAX_REDUCE_PARTS: usize = 1024;
+
 /// The largest number of elements all values of a graph may have together (every device's
 /// component counted): the oracle keeps every node's value, so this bounds its memory at a
 /// few GiB however the elements are spread over nodes.
@@ -445,12 +449,14 @@ fn verify_node(g: &Graph, infos: &[Info], id: NodeId) -> Result<Info> {
                     src[0].shape.len()
                 )));
             }
-            // A declared order splits the reduced elements; more parts than elements is
-            // meaningless (and would make the oracle allocate for nothing).
+            // A declared order splits the reduced elements. Empty parts are meaningful (an
+            // 8-way split of 5 elements), but not billions of them: the oracle keeps one
+            // accumulator per part.
             let reduced: usize = src[0].shape[..axes].iter().product();
+            let most = reduced.max(MAX_REDUCE_PARTS);
             if let ReduceOrder::Split(k) | ReduceOrder::Chunks(k) = *order {
-                if k == 0 || k > reduced.max(1) {
-                    return Err(e(format!("reduce order {order:?} needs 1..={} parts (there are {reduced} reduced elements)", reduced.max(1))));
+                if k == 0 || k > most {
+                    return Err(e(format!("reduce order {order:?} needs 1..={most} parts ({reduced} reduced elements)")));
                 }
             }
             if let ReduceOrder::Tree(0) = *order {

@@ -549,28 +549,12 @@ impl<'a> Planner<'a> {
     }
 
     /// Copies a whole version of a graph buffer into a fresh buffer on its device.
-    fn copy_version(&mut self, whole: Src, size: usize) -> Src {
-        let decl = self.buffers[whole.buffer.0 as usize].clone();
-        let node = match decl.kind {
-            BufferKind::Graph(n) | BufferKind::GraphComponent(n, _) => n,
+    fn copy_version(&mut self, whole: Src) -> Src {
+        match self.buffers[whole.buffer.0 as usize].kind {
+            // The BUFFER node's value is the whole flat buffer.
+            BufferKind::Graph(n) | BufferKind::GraphComponent(n, _) => self.snapshot(n, whole),
             // Intermediates are written once and never overwritten.
-            BufferKind::Intermediate => return whole,
-        };
-        let target = self.new_buffer(decl.dtype, size, decl.device, BufferKind::Intermediate);
-        let reads = vec![(whole.buffer, whole.tag)];
-        let spec = KernelSpec {
-            device: decl.device,
-            target,
-            target_chain: vec![],
-            value: node,
-            leaves: BTreeMap::from([(node, whole)]),
-            expr: None,
-        };
-        let made = self.push(Planned::Kernel(spec), reads, target, Tag::Initial);
-        Src {
-            buffer: target,
-            tag: made,
-            chain: vec![],
+            BufferKind::Intermediate => whole,
         }
     }
 
@@ -654,7 +638,6 @@ impl<'a> Planner<'a> {
             return src;
         }
         // Copy the whole version (views stay views of the copy).
-        let size = self.buffers[src.buffer.0 as usize].size;
         let key = (NodeId(u32::MAX), src.buffer, src.tag);
         let copy = match self.snapshots.get(&key) {
             Some(s) => s.clone(),
@@ -664,7 +647,7 @@ impl<'a> Planner<'a> {
                     tag: src.tag,
                     chain: vec![],
                 };
-                let s = self.copy_version(whole, size);
+                let s = self.copy_version(whole);
                 self.snapshots.insert(key, s.clone());
                 s
             }
