@@ -98,9 +98,33 @@ def gen_declared_orders(C):
     g = G("REDUCE ADD of float32 [1e8, 1, -1e8, 1] declared as split(2): acc0 = (0 + 1e8) + -1e8 = 0, "
           "acc1 = (0 + 1) + 1 = 2, combined left to right: 0 + 2 = 2.0 (sequential gives 1.0 since 1e8 + 1 "
           "rounds to 1e8); declared as chunks(2): blocks [1e8, 1] -> 1e8 (1e8 + 1 rounds back) and [-1e8, 1] -> -1e8, "
-          "combined 1e8 + -1e8 = 0.0; by hand, every step exact or checked with struct", ["reduce", "order", "float32"])
+          "combined 1e8 + -1e8 = 0.0; declared as tree(1): (1e8 + 1) + (-1e8 + 1) with both sums rounding back, "
+          "1e8 + -1e8 = 0.0; by hand, every step exact or checked with struct", ["reduce", "order", "float32"])
     b = g.buffer("float32", 4, data=[N.raw("float32", v) for v in [10 ** 8, 1, -(10 ** 8), 1]])
     g.output("split2", g.reduce(b, "ADD", 1, {"split": 2}), [], [N.raw("float32", 2)])
     g.output("sequential", g.reduce(b, "ADD", 1), [], [N.raw("float32", 1)])
     g.output("chunks2", g.reduce(b, "ADD", 1, {"chunks": 2}), [], [N.raw("float32", 0)])
+    g.output("tree1", g.reduce(b, "ADD", 1, {"tree": 1}), [], [N.raw("float32", 0)])
     C.add("reduce", "add_float32_declared_split", g)
+
+    # Two reduced axes in a declared tree: the lowering unflattens the leaf loops' flat index.
+    g = G("REDUCE ADD over both axes of a [3,4] int32 tensor (arange 0..11) declared as tree(3): leaves [0,3) [3,6) "
+          "[6,9) [9,12) -> 3, 12, 21, 30, combined ((3+12)+(21+30)) = 66; integer sums, by hand", ["reduce", "order", "int32"])
+    b = g.buffer("int32", 12, init={"arange": {"start": 0, "step": 1}})
+    g.output("tree3", g.reduce(g.reshape(b, [3, 4]), "ADD", 2, {"tree": 3}), [], [66])
+    C.add("reduce", "add_int32_declared_tree_2d", g)
+
+    # Found by review: more parts than elements, and a split of an empty axis.
+    g = G("REDUCE ADD of a [5,2] int32 tensor (1..10) over axis 0 declared as split(8): 5 elements go to accumulators "
+          "0..4, accumulators 5..7 stay 0, combined left to right: [1+3+5+7+9, 2+4+6+8+10] = [25, 30]; by hand",
+          ["reduce", "order", "int32"])
+    b = g.buffer("int32", 10, data=list(range(1, 11)))
+    g.output("split8", g.reduce(g.reshape(b, [5, 2]), "ADD", 1, {"split": 8}), [2], [25, 30])
+    C.add("reduce", "declared_split_more_parts_than_elements", g)
+
+    g = G("REDUCE MAX over an empty axis declared as split(3): every accumulator keeps the identity -inf, and "
+          "combining identities gives -inf for each of the 4 outputs; by hand", ["reduce", "order", "float32"])
+    b = g.buffer("float32", 4, data=[N.raw("float32", v) for v in (1, 2, 3, 4)])
+    empty = g.permute(g.shrink(g.reshape(b, [4, 1]), [0, 0], [4, 0]), [1, 0])
+    g.output("split3", g.reduce(empty, "MAX", 1, {"split": 3}), [4], [N.raw("float32", "-inf")] * 4)
+    C.add("reduce", "declared_split_of_empty_axis", g)

@@ -359,11 +359,115 @@ impl Lowerer<'_> {
         })
     }
 
+    /// A reduction in a declared pairwise order: the element range splits in halves down to
+    /// leaves of at most `leaf` elements; each leaf is a sequential fold from the identity
+    /// (a loop over the flat reduced index), and the leaves combine in the tree's shape
+    /// (straight-line code, so the tree is static and bounded).
+    fn reduce_tree(
+        &mut self,
+        n: NodeId,
+        idx: &[NodeId],
+        valid: Option<NodeId>,
+        leaf: usize,
+    ) -> Result<InstId, LowerError> {
+        const MAX_LEAVES: usize = 4096;
+        let node = self.g.node(n).clone();
+        let Arg::Reduce { op, axes, .. } = node.arg else {
+            return Err(self.err(n, "REDUCE without an op"));
+        };
+        let in_shape = self.ver.info(node.src[0]).shape.clone();
+        let red_shape = in_shape[..axes].to_vec();
+        let red_n: usize = red_shape.iter().product();
+        // The leaves, in order, as the oracle's recursion makes them.
+        fn split(lo: usize, hi: usize, leaf: usize, out: &mut Vec<(usize, usize)>) {
+            if hi - lo <= leaf {
+                out.push((lo, hi));
+            } else {
+                let mid = lo + (hi - lo) / 2;
+                split(lo, mid, leaf, out);
+                split(mid, hi, leaf, out);
+            }
+        }
+        let mut leaves = vec![];
+        split(0, red_n, leaf, &mut leaves);
+        if leaves.len() > MAX_LEAVES {
+            return Err(self.err(
+                n,
+                format!(
+                    "a tree order with {} leaves (more than {MAX_LEAVES}) is not lowered",
+                    leaves.len()
+                ),
+            ));
+        }
+        let dt = node.dtype;
+        let acc = self
+            .prog
+            .push(Op::BUFFER, dt, vec![], KArg::Reg(leaves.len()));
+        let identity = self.konst(dt, reduce_identity(op, dt));
+        let strides: Vec<usize> = (0..red_shape.len())
+            .map(|d| red_shape[d + 1..].iter().product())
+            .collect();
+        for (j, &(lo, hi)) in leaves.iter().enumerate() {
+            let slot = self.konst(DType::Int64, j as u64);
+            let at = self.prog.push(Op::INDEX, dt, vec![acc, slot], KArg::None);
+            self.prog
+                .push(Op::STORE, DType::Void, vec![at, identity], KArg::None);
+            let vars = self.open_loops(&[hi - lo]);
+            // r = lo + v, unflattened into the reduced axes.
+            let start = self.ix.konst(DType::Int64, lo as u64);
+            let r = self.ix.add_i(start, vars[0]);
+            let mut full: Vec<NodeId> = vec![];
+            for (d, &st) in strides.iter().enumerate() {
+                let q = self.ix.div_i(r, st as i64);
+                full.push(if d == 0 {
+                    q
+                } else {
+                    self.ix.mod_i(q, red_shape[d] as i64)
+                });
+            }
+            full.extend_from_slice(idx);
+            let x = self.value(node.src[0], &full, valid)?;
+            let slot_in = self.konst(DType::Int64, j as u64);
+            let at_in = self
+                .prog
+                .push(Op::INDEX, dt, vec![acc, slot_in], KArg::None);
+            let cur = self.prog.push(Op::LOAD, dt, vec![at_in], KArg::None);
+            let next = self.prog.push(op, dt, vec![cur, x], KArg::None);
+            self.prog
+                .push(Op::STORE, DType::Void, vec![at_in, next], KArg::None);
+            self.close_loops(&vars);
+        }
+        // Combine in the tree's shape: T(lo, hi) = T(lo, mid) op T(mid, hi).
+        fn combine(
+            l: &mut Lowerer<'_>,
+            op: Op,
+            dt: DType,
+            acc: InstId,
+            lo: usize,
+            hi: usize,
+            leaf: usize,
+            next: &mut usize,
+        ) -> InstId {
+            if hi - lo <= leaf {
+                let slot = l.konst(DType::Int64, *next as u64);
+                *next += 1;
+                let at = l.prog.push(Op::INDEX, dt, vec![acc, slot], KArg::None);
+                return l.prog.push(Op::LOAD, dt, vec![at], KArg::None);
+            }
+            let mid = lo + (hi - lo) / 2;
+            let a = combine(l, op, dt, acc, lo, mid, leaf, next);
+            let b = combine(l, op, dt, acc, mid, hi, leaf, next);
+            l.prog.push(op, dt, vec![a, b], KArg::None)
+        }
+        let mut next = 0;
+        Ok(combine(self, op, dt, acc, 0, red_n, leaf, &mut next))
+    }
+
     /// A reduction: register accumulators set to the identity, one loop per reduced axis
     /// (row-major, so the fold order is the oracle's), acc = op(acc, x). A declared
     /// `split(k)` order keeps k accumulators (element r goes to r mod k), `chunks(k)` keeps
     /// one per contiguous block (r / ⌈n/k⌉); either way they are combined left to right,
-    /// exactly as the oracle replays it. `tree` is not lowered.
+    /// exactly as the oracle replays it. `tree` goes to [`Self::reduce_tree`].
     fn reduce(
         &mut self,
         n: NodeId,
@@ -386,12 +490,7 @@ impl Lowerer<'_> {
             ReduceOrder::Split(k) => (k.max(1), None),
             // k contiguous blocks of ceil(n/k) elements: element r goes to block r / c.
             ReduceOrder::Chunks(k) => (k.max(1), Some(red_n.div_ceil(k.max(1)).max(1))),
-            ref other => {
-                return Err(self.err(
-                    n,
-                    format!("the reduce order {other:?} is not implemented by the lowering"),
-                ))
-            }
+            ReduceOrder::Tree(leaf) => return self.reduce_tree(n, idx, valid, leaf.max(1)),
         };
         let in_shape = self.ver.info(node.src[0]).shape.clone();
         let dt = node.dtype;
