@@ -5,12 +5,11 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use uopkit_interp::eval::{movement, BufferInit, Data, Elem, Value};
+use uopkit_interp::eval::{BufferInit, Elem, Value};
 use uopkit_interp::ir::{DType, NodeId};
 
 use crate::runtime::{self, Buffer, Compiled, Device, Unit};
-use crate::schedule::realize::Move;
-use crate::schedule::{BufId, BufferKind, Schedule, Step};
+use crate::schedule::{BufferKind, Schedule, Step};
 
 /// Bytes written into memory that nothing initialized, so that a kernel reading it by
 /// mistake produces visible garbage instead of plausible zeros.
@@ -22,6 +21,12 @@ pub enum ExecError {
     Runtime(#[from] runtime::Error),
     #[error("{0}")]
     Schedule(String),
+}
+
+impl From<String> for ExecError {
+    fn from(e: String) -> Self {
+        ExecError::Schedule(e)
+    }
 }
 
 /// Runs `s` with the graph buffers' initial contents `inputs`; returns one value per
@@ -123,65 +128,16 @@ pub fn run(
     for d in devices.values() {
         d.synchronize()?;
     }
-    // Outputs: read the buffer, then apply the view.
-    let mut out = vec![];
-    for o in &s.outputs {
-        let Some(o) = o else {
-            out.push(None);
-            continue;
-        };
-        let read = |b: BufId, chain: &[Move]| read_view(s, &devices, &storages, b, chain);
-        out.push(Some(match &o.components {
-            None => read(o.buffer, &o.chain)?,
-            // A multi-device value: one component per device.
-            Some(cs) => {
-                let comps = cs
-                    .iter()
-                    .map(|(b, chain)| read(*b, chain))
-                    .collect::<Result<Vec<_>, _>>()?;
-                let first = comps.first().ok_or_else(|| {
-                    ExecError::Schedule("a multi-device output without components".into())
-                })?;
-                Value {
-                    dtype: first.dtype,
-                    shape: first.shape.clone(),
-                    data: Data::Multi(
-                        comps
-                            .into_iter()
-                            .map(|v| v.data.components()[0].clone())
-                            .collect(),
-                    ),
-                }
-            }
-        }));
-    }
-    Ok(out)
-}
-
-/// The contents of buffer `b` seen through `chain`, as a single-device value.
-fn read_view(
-    s: &Schedule,
-    devices: &BTreeMap<String, Arc<dyn Device>>,
-    storages: &BTreeMap<u32, Buffer>,
-    b: BufId,
-    chain: &[Move],
-) -> Result<Value, ExecError> {
-    let b = &s.buffers[b.0 as usize];
-    let bytes = devices[&b.device.to_string()].copy_out(&storages[&b.storage])?;
-    let mut data: Vec<Elem> = from_bytes(b.dtype, &bytes[..b.size * b.dtype.itemsize()])
-        .into_iter()
-        .map(Elem::Bits)
-        .collect();
-    let mut shape = vec![b.size];
-    for m in chain {
-        data = movement::apply(m.op, &m.arg, &shape, &data, &Elem::Bits(0));
-        shape = uopkit_interp::verify::movement_shape(m.op, &m.arg, &shape)
-            .map_err(ExecError::Schedule)?;
-    }
-    Ok(Value {
-        dtype: b.dtype,
-        shape,
-        data: Data::Single(data),
+    // Outputs: read each buffer back, then apply the view.
+    s.output_values(|b| {
+        let b = &s.buffers[b.0 as usize];
+        let bytes = devices[&b.device.to_string()].copy_out(&storages[&b.storage])?;
+        Ok::<_, ExecError>(
+            from_bytes(b.dtype, &bytes[..b.size * b.dtype.itemsize()])
+                .into_iter()
+                .map(Elem::Bits)
+                .collect(),
+        )
     })
 }
 

@@ -11,11 +11,10 @@
 use std::collections::BTreeMap;
 
 use uopkit_compiler::rewrite::RuleSet;
-use uopkit_compiler::schedule::realize::Move;
 use uopkit_compiler::schedule::{self, BufId, BufferKind, Schedule, Step};
 use uopkit_compiler::{exec, rewrite};
-use uopkit_interp::eval::{movement, BufferInit, Data, Elem, Value};
-use uopkit_interp::ir::{DType, NodeId};
+use uopkit_interp::eval::{BufferInit, Elem, Value};
+use uopkit_interp::ir::NodeId;
 use uopkit_interp::kernel::interp::{run as run_kernel, RunOpts};
 
 use crate::case::Case;
@@ -132,46 +131,7 @@ pub fn interpret_schedule(
             }
         }
     }
-    let read = |buffer: BufId, chain: &[Move]| -> Result<(DType, Vec<usize>, Vec<Elem>), String> {
-        let b = &s.buffers[buffer.0 as usize];
-        let mut data = bufs[buffer.0 as usize].clone();
-        let mut shape = vec![b.size];
-        for m in chain {
-            data = movement::apply(m.op, &m.arg, &shape, &data, &Elem::Bits(0));
-            shape = uopkit_interp::verify::movement_shape(m.op, &m.arg, &shape)?;
-        }
-        Ok((b.dtype, shape, data))
-    };
-    let mut outputs = vec![];
-    for o in &s.outputs {
-        let Some(o) = o else {
-            outputs.push(None);
-            continue;
-        };
-        outputs.push(Some(match &o.components {
-            None => {
-                let (dtype, shape, data) = read(o.buffer, &o.chain)?;
-                Value {
-                    dtype,
-                    shape,
-                    data: Data::Single(data),
-                }
-            }
-            Some(cs) => {
-                let (mut dtype, mut shape, mut comps) = (DType::Void, vec![], vec![]);
-                for (b, ch) in cs {
-                    let (d, sh, data) = read(*b, ch)?;
-                    (dtype, shape) = (d, sh);
-                    comps.push(data);
-                }
-                Value {
-                    dtype,
-                    shape,
-                    data: Data::Multi(comps),
-                }
-            }
-        }));
-    }
+    let outputs = s.output_values(|b| Ok::<_, StepError>(bufs[b.0 as usize].clone()))?;
     Ok(Trace { outputs, written })
 }
 

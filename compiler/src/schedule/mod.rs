@@ -217,6 +217,62 @@ impl fmt::Display for Schedule {
     }
 }
 
+impl Schedule {
+    /// The value of each output once the schedule ran, given the flat contents of any of its
+    /// buffers (read back from devices, or kept by an interpreter): each output's buffer (or
+    /// each device's component) seen through its view.
+    pub fn output_values<E: From<String>>(
+        &self,
+        mut contents: impl FnMut(BufId) -> Result<Vec<uopkit_interp::eval::Elem>, E>,
+    ) -> Result<Vec<Option<uopkit_interp::eval::Value>>, E> {
+        use uopkit_interp::eval::{movement, Data, Elem, Value};
+        let mut view = |b: BufId, chain: &[realize::Move]| -> Result<(Vec<usize>, Vec<Elem>), E> {
+            let mut data = contents(b)?;
+            let mut shape = vec![self.buffers[b.0 as usize].size];
+            for m in chain {
+                data = movement::apply(m.op, &m.arg, &shape, &data, &Elem::Bits(0));
+                shape =
+                    uopkit_interp::verify::movement_shape(m.op, &m.arg, &shape).map_err(E::from)?;
+            }
+            Ok((shape, data))
+        };
+        let mut out = vec![];
+        for o in &self.outputs {
+            let Some(o) = o else {
+                out.push(None);
+                continue;
+            };
+            let dtype = self.buffers[o.buffer.0 as usize].dtype;
+            out.push(Some(match &o.components {
+                None => {
+                    let (shape, data) = view(o.buffer, &o.chain)?;
+                    Value {
+                        dtype,
+                        shape,
+                        data: Data::Single(data),
+                    }
+                }
+                // A multi-device value: one component per device.
+                Some(cs) => {
+                    let mut shape = vec![];
+                    let mut comps = vec![];
+                    for (b, chain) in cs {
+                        let (sh, data) = view(*b, chain)?;
+                        shape = sh;
+                        comps.push(data);
+                    }
+                    Value {
+                        dtype,
+                        shape,
+                        data: Data::Multi(comps),
+                    }
+                }
+            }));
+        }
+        Ok(out)
+    }
+}
+
 /// Why a graph cannot be scheduled.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("cannot schedule node {node}: {reason}")]
