@@ -437,17 +437,16 @@ impl Lowerer<'_> {
                 .push(Op::STORE, DType::Void, vec![at_in, next], KArg::None);
             self.close_loops(&vars);
         }
-        // Combine in the tree's shape: T(lo, hi) = T(lo, mid) op T(mid, hi).
+        // Combine in the tree's shape: T(lo, hi) = T(lo, mid) op T(mid, hi). The leaves come
+        // in the same order as `split` made them, so leaf j is accumulator j.
         fn combine(
             l: &mut Lowerer<'_>,
-            op: Op,
-            dt: DType,
-            acc: InstId,
-            lo: usize,
-            hi: usize,
+            (op, dt, acc): (Op, DType, InstId),
+            range: (usize, usize),
             leaf: usize,
             next: &mut usize,
         ) -> InstId {
+            let (lo, hi) = range;
             if hi - lo <= leaf {
                 let slot = l.konst(DType::Int64, *next as u64);
                 *next += 1;
@@ -455,12 +454,12 @@ impl Lowerer<'_> {
                 return l.prog.push(Op::LOAD, dt, vec![at], KArg::None);
             }
             let mid = lo + (hi - lo) / 2;
-            let a = combine(l, op, dt, acc, lo, mid, leaf, next);
-            let b = combine(l, op, dt, acc, mid, hi, leaf, next);
+            let a = combine(l, (op, dt, acc), (lo, mid), leaf, next);
+            let b = combine(l, (op, dt, acc), (mid, hi), leaf, next);
             l.prog.push(op, dt, vec![a, b], KArg::None)
         }
         let mut next = 0;
-        Ok(combine(self, op, dt, acc, 0, red_n, leaf, &mut next))
+        Ok(combine(self, (op, dt, acc), (0, red_n), leaf, &mut next))
     }
 
     /// A reduction: register accumulators set to the identity, one loop per reduced axis
