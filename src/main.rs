@@ -7,8 +7,13 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use uopkit_conformance::case::Case;
-use uopkit_conformance::corpus;
+use std::sync::Arc;
+
+use uopkit_conformance::allowances::Allowances;
+use uopkit_conformance::backends::registry::{self, OpenOpts, Registry};
+use uopkit_conformance::backends::Backend;
+use uopkit_conformance::harness::{self, Settings};
+use uopkit_conformance::worker;
 use uopkit_conformance::load::{self, read_case, LoadError};
 use uopkit_conformance::run::{self, RunError};
 use uopkit_interp::eval::{Data, Elem, Value};
@@ -25,20 +30,48 @@ struct Cli {
     command: Command,
 }
 
-#[derive(Copy, Clone, Debug, PartialEq, Eq, clap::ValueEnum)]
-enum Backend {
-    /// The exact interpreter against the cases' hand-derived expectations.
-    Oracle,
-    /// The compiler's CPU path (C via the system compiler), diffed against the oracle.
-    Cpu,
+/// How backends run.
+#[derive(clap::Args, Clone, Debug)]
+struct RunArgs {
+    /// Trials run in parallel (default: the number of cores).
+    #[arg(long, short)]
+    jobs: Option<usize>,
+    /// Per-case time limit for a backend process, in seconds (env UOPKIT_TIMEOUT).
+    #[arg(long)]
+    timeout: Option<f64>,
+    /// Address-space limit of each backend process, e.g. 8G (env UOPKIT_WORKER_MEMORY).
+    #[arg(long)]
+    worker_memory: Option<String>,
+    /// Run compiled backends inside this process (debugging only: a crashing kernel then
+    /// stops the run; the FP control state is still restored around every launch).
+    #[arg(long)]
+    in_process: bool,
 }
 
-impl Backend {
-    fn name(self) -> &'static str {
-        match self {
-            Backend::Oracle => "oracle",
-            Backend::Cpu => "cpu",
+impl RunArgs {
+    fn open_opts(&self) -> Result<OpenOpts, String> {
+        let mut o = OpenOpts::default();
+        harness::apply_limits_env(&mut o).map_err(|e| e.to_string())?;
+        if let Some(t) = self.timeout {
+            if !(t.is_finite() && t > 0.0) {
+                return Err(format!("--timeout {t}: expected a positive number of seconds"));
+            }
+            o.limits.timeout = std::time::Duration::from_secs_f64(t);
         }
+        if let Some(m) = &self.worker_memory {
+            o.limits.memory = Some(
+                harness::parse_bytes(m)
+                    .ok_or_else(|| format!("--worker-memory {m}: expected bytes (e.g. 8G, 512M)"))?,
+            );
+        }
+        if self.in_process {
+            o.in_process = true;
+        }
+        Ok(o)
+    }
+
+    fn jobs(&self) -> usize {
+        self.jobs.unwrap_or_else(harness::default_jobs).max(1)
     }
 }
 
@@ -49,12 +82,31 @@ enum Command {
         /// The corpus directory.
         #[arg(long, default_value = "corpus")]
         corpus: PathBuf,
-        /// Which backends to check against the case expectations / the oracle.
-        #[arg(long, value_enum, value_delimiter = ',', default_value = "oracle,cpu")]
-        backend: Vec<Backend>,
-        /// Only cases whose name contains this text.
-        filter: Option<String>,
+        /// Where xfail.json and allowances/ are (default: manifests/ beside the corpus,
+        /// else the repository's).
+        #[arg(long)]
+        manifests: Option<PathBuf>,
+        /// Backends, comma-separated: oracle, kernels, cpu, exec:CMD (an external program
+        /// speaking docs/backend-protocol.md; put it last).
+        #[arg(long, default_value = "oracle,kernels,cpu")]
+        backend: String,
+        #[command(flatten)]
+        run: RunArgs,
+        /// Also list every skipped and expected-failure trial with its reason.
+        #[arg(long, short)]
+        verbose: bool,
+        /// Cases to run: case files or directories under the corpus, or text their names
+        /// contain (default: all).
+        select: Vec<String>,
     },
+    /// Serve one backend over the external-backend protocol on stdin/stdout (what the
+    /// harness's worker processes do; useful to try a backend by hand).
+    Worker {
+        #[arg(long)]
+        backend: String,
+    },
+    /// List the backends this build knows.
+    Backends,
     /// Run one case and print its outputs.
     Run { file: PathBuf },
     /// Compile one case for the CPU and print its schedule and kernels (and the C source).
@@ -72,12 +124,17 @@ enum Command {
         /// The backend for the rendered stage (`none` stops after the interpreted kernels).
         #[arg(long, default_value = "cpu")]
         backend: String,
+        #[command(flatten)]
+        run: RunArgs,
     },
     /// Differential fuzzing: generated graphs through the compiler and the oracle; a mismatch
     /// is shrunk and written to the regressions directory as a new case.
     Fuzz {
+        /// The backend under test (cpu, exec:CMD, …).
         #[arg(long, default_value = "cpu")]
         backend: String,
+        #[command(flatten)]
+        run: RunArgs,
         /// Stop after this many seconds.
         #[arg(long, default_value_t = 60)]
         seconds: u64,
@@ -93,8 +150,12 @@ enum Command {
         #[arg(long)]
         allow_refusals: bool,
     },
-    /// Print the JSON Schema of the case format.
-    Schema,
+    /// Print the JSON Schema of the case format (or of the backend protocol).
+    Schema {
+        /// The external-backend protocol's messages instead (docs/backend-protocol.md).
+        #[arg(long)]
+        protocol: bool,
+    },
     /// Rewrite case files in the canonical layout (or only check with --check).
     Fmt {
         #[arg(long)]
@@ -121,26 +182,55 @@ fn main() -> ExitCode {
 }
 
 fn real_main() -> ExitCode {
+    let registry = Registry::builtin();
+    // This program is also the worker process of its compiled backends.
+    if let Some(code) = registry::serve_if_worker(&registry) {
+        return ExitCode::from(code.clamp(0, 255) as u8);
+    }
     let cli = Cli::parse();
     match cli.command {
         Command::Check {
             corpus,
-            filter,
+            manifests,
             backend,
-        } => check(&corpus, filter.as_deref(), &backend),
+            run,
+            verbose,
+            select,
+        } => check(&registry, corpus, manifests, &backend, &run, verbose, select),
+        Command::Worker { backend } => match registry.open_in_process(&backend) {
+            Ok(b) => ExitCode::from(worker::serve(b.as_ref()).clamp(0, 255) as u8),
+            Err(e) => bad_input(e),
+        },
+        Command::Backends => {
+            for e in registry.entries() {
+                println!(
+                    "{:<10} {}{}",
+                    e.name,
+                    e.about,
+                    if e.compiled { " [runs in worker processes]" } else { "" }
+                );
+            }
+            println!("{:<10} an external program speaking docs/backend-protocol.md", "exec:CMD");
+            ExitCode::SUCCESS
+        }
         Command::Run { file } => run_one(&file),
         Command::Compile { file, c } => compile(&file, c),
-        Command::Diff { file, backend } => diff(&file, &backend),
+        Command::Diff { file, backend, run } => diff(&registry, &file, &backend, &run),
         Command::Fuzz {
             backend,
+            run,
             seconds,
             seed,
             cases,
             out,
             allow_refusals,
         } => {
+            let (b, allow) = match open_one(&registry, &backend, &run, None) {
+                Ok(x) => x,
+                Err(code) => return code,
+            };
             let opts = uopkit_conformance::fuzz::FuzzOpts {
-                backend,
+                backend: b.name().to_string(),
                 seconds,
                 seed,
                 max_cases: cases,
@@ -148,7 +238,7 @@ fn real_main() -> ExitCode {
                 refusals_fail: !allow_refusals,
                 ..Default::default()
             };
-            match uopkit_conformance::fuzz::run(opts) {
+            match uopkit_conformance::fuzz::run_on(opts, b.as_ref(), &allow) {
                 Ok(report) => {
                     println!("{report}");
                     if report.ok() {
@@ -160,12 +250,13 @@ fn real_main() -> ExitCode {
                 Err(e) => bad_input(e),
             }
         }
-        Command::Schema => {
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&uopkit_conformance::case::json_schema())
-                    .unwrap_or_default()
-            );
+        Command::Schema { protocol } => {
+            let schema = if protocol {
+                uopkit_conformance::protocol::json_schema()
+            } else {
+                uopkit_conformance::case::json_schema()
+            };
+            println!("{}", serde_json::to_string_pretty(&schema).unwrap_or_default());
             ExitCode::SUCCESS
         }
         Command::Fmt { check, files } => fmt(check, &files),
@@ -177,81 +268,92 @@ fn bad_input(msg: impl std::fmt::Display) -> ExitCode {
     ExitCode::from(2)
 }
 
-/// Tallies of one backend over the corpus.
-#[derive(Default)]
-struct Tally {
-    passed: usize,
-    failed: usize,
-    skipped: usize,
+/// Opens one backend with its allowance manifest (for `diff` and `fuzz`).
+fn open_one(
+    registry: &Registry,
+    spec: &str,
+    run: &RunArgs,
+    corpus: Option<&Path>,
+) -> Result<(Arc<dyn Backend>, Allowances), ExitCode> {
+    let opts = run.open_opts().map_err(bad_input)?;
+    let b = registry.open(spec, &opts).map_err(|e| {
+        bad_input(format!("backend {spec}: {e}\nhint: `--backend oracle` runs the oracle alone"))
+    })?;
+    let mdir = harness::manifests_dir(corpus.unwrap_or(Path::new("corpus")), None);
+    let allow = match b.allowances() {
+        None => Allowances::strict(b.name()),
+        Some(m) => Allowances::load(&mdir.join("allowances").join(format!("{m}.json"))).map_err(bad_input)?,
+    };
+    Ok((b, allow))
 }
 
-fn check(dir: &Path, filter: Option<&str>, backends: &[Backend]) -> ExitCode {
-    let files = match corpus::case_files(dir) {
-        Ok(f) => f,
-        Err(e) => return bad_input(format!("{}: cannot list the corpus: {e}", dir.display())),
+fn check(
+    registry: &Registry,
+    corpus: PathBuf,
+    manifests: Option<PathBuf>,
+    backend: &str,
+    run: &RunArgs,
+    verbose: bool,
+    select: Vec<String>,
+) -> ExitCode {
+    let open = match run.open_opts() {
+        Ok(o) => o,
+        Err(e) => return bad_input(e),
     };
-    let mut tallies: Vec<Tally> = backends.iter().map(|_| Tally::default()).collect();
-    let mut bad = 0;
-    for file in &files {
-        let name = corpus::case_name(dir, file);
-        if filter.is_some_and(|f| !name.contains(f)) {
-            continue;
-        }
-        let case = match read_case(file) {
-            Ok(c) => c,
-            Err(e) => {
-                println!("BAD   {name}: {e}");
-                bad += 1;
-                continue;
-            }
-        };
-        for (b, t) in backends.iter().zip(tallies.iter_mut()) {
-            if *b == Backend::Cpu && uopkit_conformance::backend::cpu_skip_reason(&case).is_some() {
-                t.skipped += 1;
-                continue;
-            }
-            // One case that crashes the kit (a bug) must not stop the others.
-            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match b {
-                Backend::Oracle => run::check_oracle(&case).map(|_| ()),
-                Backend::Cpu => uopkit_conformance::backend::cpu_allowances()
-                    .and_then(|allow| {
-                        uopkit_conformance::backend::check_cpu_with(&case, &name, allow)
-                    })
-                    .map(|_| ()),
-            }))
-            .unwrap_or_else(|_| {
-                Err("uopkit crashed on this case (a bug: please report it with the case)".into())
-            });
-            match result {
-                Ok(()) => t.passed += 1,
-                Err(report) => {
-                    println!(
-                        "FAIL  {}::{name}: {}",
-                        b.name(),
-                        report.trim_end().replace('\n', "\n      ")
-                    );
-                    t.failed += 1;
-                }
-            }
+    let settings = Settings {
+        corpus,
+        manifests,
+        backends: harness::split_backends(backend),
+        filters: select,
+        open,
+    };
+    let suite = match harness::load_suite(&settings, registry) {
+        Ok(s) => s,
+        Err(e) => return bad_input(e),
+    };
+    for w in &suite.warnings {
+        eprintln!("warning: {w}");
+    }
+    let results = suite.run_all(run.jobs(), &|_| {});
+    for r in &results {
+        let show = r.verdict.is_failure()
+            || (verbose && !matches!(r.verdict, harness::Verdict::Pass));
+        if show {
+            let detail = r.verdict.detail().unwrap_or("");
+            println!(
+                "{:<5} {}: {}",
+                r.verdict.label(),
+                suite.trial_name(r.case, r.backend),
+                detail.trim_end().replace('\n', "\n      ")
+            );
         }
     }
-    for (b, t) in backends.iter().zip(&tallies) {
-        println!(
-            "{}: {} passed, {} failed, {} skipped",
-            b.name(),
-            t.passed,
-            t.failed,
-            t.skipped
-        );
+    let tallies = harness::tallies(&suite, &results);
+    for (slot, t) in suite.backends.iter().zip(&tallies) {
+        println!("{}: {}", slot.backend.name(), t.line());
+        for (why, n) in &t.skip_reasons {
+            println!("  skipped {n}: {why}");
+        }
     }
+    let invalid = suite
+        .cases
+        .iter()
+        .enumerate()
+        .filter(|(c, e)| {
+            e.case.is_err()
+                || results
+                    .iter()
+                    .any(|r| r.case == *c && matches!(r.verdict, harness::Verdict::Invalid(_)))
+        })
+        .count();
     println!(
-        "{} cases in {}, {bad} unreadable",
-        files.len(),
-        dir.display()
+        "{} case(s) selected in {}, {invalid} unreadable or invalid",
+        suite.cases.len(),
+        suite.corpus.display()
     );
-    if bad > 0 {
+    if invalid > 0 {
         ExitCode::from(2)
-    } else if tallies.iter().any(|t| t.failed > 0) {
+    } else if results.iter().any(|r| r.verdict.is_failure()) {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
@@ -264,41 +366,32 @@ fn run_one(file: &Path) -> ExitCode {
         Err(e) => return bad_input(e),
     };
     println!("{}: {}", file.display(), case.description);
-    match run::run_oracle(&case) {
+    // The oracle runs once; its result is printed and judged.
+    let result = run::run_oracle(&case);
+    match &result {
         Err(RunError::Load(e)) => {
             let e = match e {
-                LoadError::Case(c) => c.in_file(file).to_string(),
+                LoadError::Case(c) => c.clone().in_file(file).to_string(),
                 LoadError::Verify(v) => format!("{}: verifier: {v}", file.display()),
             };
-            if case.expect_error.is_some() && run::check_oracle(&case).is_ok() {
+            if case.expect_error.is_some() && run::judge_oracle(&case, &result).is_ok() {
                 println!("rejected as the case expects: {e}");
                 return ExitCode::SUCCESS;
             }
-            bad_input(e)
+            return bad_input(e);
         }
-        Err(RunError::Output(e)) => bad_input(format!("{}: {e}", file.display())),
-        Err(e) => {
-            println!("oracle: {e}");
-            verdict(&case)
-        }
-        Ok(oracle) => match run::output_values(&case, &oracle) {
+        Err(RunError::Output(e)) => return bad_input(format!("{}: {e}", file.display())),
+        Err(e) => println!("oracle: {e}"),
+        Ok(oracle) => match run::output_values(&case, oracle) {
             Ok(values) => {
                 for (out, v) in case.outputs.iter().zip(values) {
                     print_value(&out.name, v);
                 }
-                verdict(&case)
             }
-            Err(e) => {
-                println!("oracle: {e}");
-                verdict(&case)
-            }
+            Err(e) => println!("oracle: {e}"),
         },
     }
-}
-
-/// Says whether the oracle's result matches what the case expects.
-fn verdict(case: &Case) -> ExitCode {
-    match run::check_oracle(case) {
+    match run::judge_oracle(&case, &result) {
         Ok(_) => {
             println!("as expected");
             ExitCode::SUCCESS
@@ -332,17 +425,22 @@ fn print_value(name: &str, v: &Value) {
     }
 }
 
-fn diff(file: &Path, backend: &str) -> ExitCode {
-    let with_backend = match backend {
-        "cpu" => true,
-        "none" => false,
-        other => return bad_input(format!("unknown backend '{other}' (cpu or none)")),
-    };
+fn diff(registry: &Registry, file: &Path, backend: &str, run: &RunArgs) -> ExitCode {
     let case = match read_case(file) {
         Ok(c) => c,
         Err(e) => return bad_input(e),
     };
-    match uopkit_conformance::stages::diff(&case, with_backend) {
+    let opened = if backend == "none" {
+        None
+    } else {
+        match open_one(registry, backend, run, None) {
+            Ok(x) => Some(x),
+            Err(code) => return code,
+        }
+    };
+    let name = file.with_extension("").to_string_lossy().into_owned();
+    let b = opened.as_ref().map(|(b, a)| (b.as_ref(), a));
+    match harness::diff(&case, &name, b) {
         Err(e) => bad_input(format!("{}: {e}", file.display())),
         Ok(report) => {
             for s in &report.stages {

@@ -14,18 +14,19 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::io::Write as _;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use proptest::strategy::{Strategy, ValueTree};
 
+use crate::allowances::Allowances;
 use crate::backend;
+use crate::backends::Backend;
+use crate::harness;
 use crate::case::Case;
 use crate::gen::export::fill_expect_from_oracle;
 use crate::gen::rules::seeded_runner;
 use crate::gen::tensor::{recipe, Generated, TensorConfig};
-use crate::run;
 use crate::shrink::{shrink_case, shrink_recipe, ShrinkOpts, ShrinkStats};
 
 /// What to fuzz and for how long.
@@ -72,7 +73,7 @@ impl Default for FuzzOpts {
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("unknown backend '{0}' (the fuzzer supports: cpu)")]
+    #[error("unknown backend '{0}'")]
     UnknownBackend(String),
     #[error("cannot write {}: {source}", path.display())]
     Io {
@@ -109,36 +110,37 @@ pub enum Verdict {
     },
 }
 
-/// Runs `case` on the CPU backend and compares with the oracle (panics caught).
+/// Runs `case` on the CPU backend in this process and compares with the oracle (panics
+/// caught), so thread-local settings such as the compiler's fault injection apply.
 pub fn check_cpu_case(case: &Case) -> Verdict {
-    if let Some(r) = backend::cpu_skip_reason(case) {
-        return Verdict::Skip(r.to_string());
+    match backend::cpu_allowances() {
+        Ok(allow) => check_on(&crate::backends::cpu::Cpu, allow, case),
+        Err(e) => Verdict::Fail {
+            class: FailClass::Backend,
+            message: e,
+        },
     }
-    if let Err(e) = run::run_oracle(case) {
-        return Verdict::Skip(format!("oracle: {e}"));
-    }
-    match catch_unwind(AssertUnwindSafe(|| backend::check_cpu(case))) {
-        Ok(Ok(_)) => Verdict::Pass,
-        Ok(Err(message)) => {
-            let class = if message.contains("elements differ") {
-                FailClass::Mismatch
-            } else if message.starts_with("scheduler:") {
-                FailClass::Refused
-            } else {
-                FailClass::Backend
+}
+
+/// Judges `case` on `b` through the harness ([`harness::judge`]) and classifies the result.
+pub fn check_on(b: &dyn Backend, allow: &Allowances, case: &Case) -> Verdict {
+    use crate::harness::{FailKind, Verdict as V};
+    match harness::judge(case, "", b, allow) {
+        V::Pass => Verdict::Pass,
+        V::Skip(r) => Verdict::Skip(r),
+        V::Invalid(m) => Verdict::Skip(format!("invalid: {m}")),
+        V::XFail { failure, .. } => Verdict::Skip(failure),
+        V::XPass(m) => Verdict::Skip(m),
+        V::Fail { kind, message } => {
+            let class = match kind {
+                FailKind::Mismatch => FailClass::Mismatch,
+                FailKind::Refused => FailClass::Refused,
+                FailKind::Crash => FailClass::Panic,
+                FailKind::Backend => FailClass::Backend,
+                // The generated program is undefined or beyond the oracle: not a test.
+                FailKind::Oracle | FailKind::Expectation => return Verdict::Skip(message),
             };
             Verdict::Fail { class, message }
-        }
-        Err(p) => {
-            let text = p
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_default();
-            Verdict::Fail {
-                class: FailClass::Panic,
-                message: format!("the backend panicked: {text}"),
-            }
         }
     }
 }
@@ -153,8 +155,8 @@ pub fn check_case(backend: &str, case: &Case) -> Result<Verdict, Error> {
 
 /// The pipeline stage (rewrite pass, lowering, rendering, …) where the compiled case first
 /// departs from the oracle, with the kernel, node and culprit rule (`stages::diff`).
-pub fn first_divergence(case: &Case) -> Option<String> {
-    crate::stages::diff(case, true).ok().and_then(|r| r.first)
+pub fn first_divergence(case: &Case, b: &dyn Backend, allow: &Allowances) -> Option<String> {
+    harness::diff(case, "", Some((b, allow))).ok().and_then(|r| r.first)
 }
 
 /// One failure the fuzzer found.
@@ -254,6 +256,13 @@ pub fn run(opts: FuzzOpts) -> Result<FuzzReport, Error> {
     if opts.backend != "cpu" {
         return Err(Error::UnknownBackend(opts.backend.clone()));
     }
+    let allow = backend::cpu_allowances().map_err(Error::Generate)?;
+    run_on(opts, &crate::backends::cpu::Cpu, allow)
+}
+
+/// Fuzzes backend `b` (judged under `allow`); `opts.backend` names it in the report and in
+/// the written cases.
+pub fn run_on(opts: FuzzOpts, b: &dyn Backend, allow: &Allowances) -> Result<FuzzReport, Error> {
     let start = Instant::now();
     let budget = Duration::from_secs(opts.seconds);
     let mut report = FuzzReport {
@@ -278,7 +287,7 @@ pub fn run(opts: FuzzOpts) -> Result<FuzzReport, Error> {
         let r = tree.current();
         let generated = crate::gen::tensor::build(&r, &opts.gen);
         report.cases += 1;
-        match check_case(&opts.backend, &generated.case)? {
+        match check_on(b, allow, &generated.case) {
             Verdict::Pass => report.passed += 1,
             Verdict::Skip(_) => report.skipped += 1,
             Verdict::Fail {
@@ -291,7 +300,8 @@ pub fn run(opts: FuzzOpts) -> Result<FuzzReport, Error> {
                     .or_insert(0) += 1;
             }
             Verdict::Fail { class, message } => {
-                let failure = shrink_and_write(&opts, report.cases, &generated, class, message)?;
+                let failure =
+                    shrink_and_write(&opts, b, allow, report.cases, &generated, class, message)?;
                 report.failures.push(failure);
             }
         }
@@ -312,12 +322,14 @@ fn without_node_ids(message: &str) -> String {
         .join(": ")
 }
 
-fn same_failure(backend: &str, case: &Case, class: FailClass) -> bool {
-    matches!(check_case(backend, case), Ok(Verdict::Fail { class: c, .. }) if c == class)
+fn same_failure(b: &dyn Backend, allow: &Allowances, case: &Case, class: FailClass) -> bool {
+    matches!(check_on(b, allow, case), Verdict::Fail { class: c, .. } if c == class)
 }
 
 fn shrink_and_write(
     opts: &FuzzOpts,
+    b: &dyn Backend,
+    allow: &Allowances,
     case_number: u64,
     generated: &Generated,
     class: FailClass,
@@ -328,16 +340,16 @@ fn shrink_and_write(
         &generated.recipe,
         &opts.gen,
         opts.shrink,
-        &mut |g: &Generated| same_failure(backend, &g.case, class),
+        &mut |g: &Generated| same_failure(b, allow, &g.case, class),
     );
     let (mut case, s2) = shrink_case(&g.case, opts.shrink, &mut |c: &Case| {
-        same_failure(backend, c, class)
+        same_failure(b, allow, c, class)
     });
-    let shrunk_message = match check_case(backend, &case)? {
+    let shrunk_message = match check_on(b, allow, &case) {
         Verdict::Fail { message, .. } => message,
         other => format!("{other:?}"),
     };
-    let stage = first_divergence(&case);
+    let stage = first_divergence(&case, b, allow);
     case.description = format!(
         "expected values from the oracle at discovery time (fuzzer regression): the {backend} backend disagreed; found by `uopkit fuzz` seed {} case #{case_number} ({class:?}), shrunk from {} to {} nodes",
         opts.seed,

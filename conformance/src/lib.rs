@@ -3,16 +3,20 @@
 
 pub mod allowances;
 pub mod backend;
+pub mod backends;
 pub mod case;
 pub mod compare;
 pub mod corpus;
 pub mod fuzz;
 pub mod gen;
+pub mod harness;
 pub mod inputs;
 pub mod load;
+pub mod protocol;
 pub mod run;
 pub mod shrink;
 pub mod stages;
+pub mod worker;
 pub mod xfail;
 
 pub use case::Case;

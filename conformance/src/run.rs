@@ -80,16 +80,21 @@ pub fn output_values<'a>(case: &Case, run: &'a OracleRun) -> Result<Vec<&'a Valu
 /// Runs a case through the oracle and checks it: Ok with one diff per output (all passing)
 /// or Err with a report of what went wrong.
 pub fn check_oracle(case: &Case) -> Result<Vec<OutputDiff>, String> {
-    let result = run_oracle(case);
+    judge_oracle(case, &run_oracle(case))
+}
+
+/// Judges an oracle run (or its failure) against the case's expectations, like
+/// [`check_oracle`] without evaluating again.
+pub fn judge_oracle(case: &Case, result: &Result<OracleRun, RunError>) -> Result<Vec<OutputDiff>, String> {
     match (&case.expect_error, result) {
         (Some(want), Ok(_)) => Err(format!(
             "expected an error ({}) but the oracle produced the outputs",
             describe_expected(want)
         )),
-        (Some(want), Err(got)) => match_error(want, &got).map(|_| vec![]),
+        (Some(want), Err(got)) => match_error(want, got).map(|_| vec![]),
         (None, Err(e)) => Err(e.to_string()),
         (None, Ok(run)) => {
-            let values = output_values(case, &run).map_err(|e| e.to_string())?;
+            let values = output_values(case, run).map_err(|e| e.to_string())?;
             let mut diffs = vec![];
             let mut report = String::new();
             for (out, v) in case.outputs.iter().zip(values) {

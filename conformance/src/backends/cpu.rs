@@ -1,0 +1,40 @@
+//! `cpu`: the compiler's CPU path — schedule, lower, render C, compile with the system C
+//! compiler, run on `CPU:n` devices. It loads compiled code, so the harness runs it in a
+//! worker process (`crate::worker`) unless asked for in-process mode (debugging), where the
+//! runtime still saves and restores the FP control state around every load and launch.
+
+use uopkit_compiler::{exec, schedule};
+
+use super::{schedule_facts, Backend, BackendError, Job, Ran};
+
+pub struct Cpu;
+
+impl Backend for Cpu {
+    fn name(&self) -> &str {
+        "cpu"
+    }
+
+    fn allowances(&self) -> Option<String> {
+        Some("cpu".into())
+    }
+
+    fn run(&self, job: &Job) -> Result<Ran, BackendError> {
+        let sched = schedule::schedule_with_opts(
+            job.graph,
+            job.verified,
+            &job.roots(),
+            &schedule::default_passes(),
+            &job.opts,
+        )
+        .map_err(|e| {
+            BackendError::Refused(format!("node {}: {}", job.file_id_of(e.node), e.reason))
+        })?;
+        let outputs = exec::run(&sched, job.inputs)
+            .map_err(|e| BackendError::Failed(format!("{e}\nschedule:\n{sched}")))?;
+        Ok(Ran {
+            outputs,
+            facts: Some(schedule_facts(&sched, job)),
+            schedule: Some(sched.to_string()),
+        })
+    }
+}

@@ -1,0 +1,40 @@
+//! `kernels`: the compiler's scheduled, lowered programs run by the exact kernel interpreter
+//! (`uopkit_interp::kernel::interp`) on the real buffers in schedule order. It runs no
+//! compiled code, so it stays in the harness's process; a disagreement here pins a bug to
+//! scheduling or lowering rather than to rendering.
+
+use uopkit_compiler::schedule;
+use uopkit_interp::kernel::interp::RunOpts;
+
+use super::{schedule_facts, Backend, BackendError, Job, Ran};
+use crate::stages::interpret_schedule;
+
+pub struct Kernels;
+
+impl Backend for Kernels {
+    fn name(&self) -> &str {
+        "kernels"
+    }
+
+    fn run(&self, job: &Job) -> Result<Ran, BackendError> {
+        let sched = schedule::schedule_with_opts(
+            job.graph,
+            job.verified,
+            &job.roots(),
+            &schedule::default_passes(),
+            &job.opts,
+        )
+        .map_err(|e| {
+            BackendError::Refused(format!("node {}: {}", job.file_id_of(e.node), e.reason))
+        })?;
+        let opts = RunOpts::default();
+        let trace = interpret_schedule(&sched, job.inputs, &opts).map_err(|e| {
+            BackendError::Failed(format!("kernel interpreter: {e}\nschedule:\n{sched}"))
+        })?;
+        Ok(Ran {
+            outputs: trace.outputs,
+            facts: Some(schedule_facts(&sched, job)),
+            schedule: Some(sched.to_string()),
+        })
+    }
+}

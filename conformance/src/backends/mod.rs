@@ -1,0 +1,184 @@
+//! The backend seam: everything the harness can run a case on — the oracle, the kernel
+//! interpreter on lowered programs, the CPU backend, an external program speaking
+//! `docs/backend-protocol.md`, a user's Rust crate — is a [`Backend`]. The harness
+//! (`crate::harness`) lists trials (case × backend), asks each backend whether it takes a case,
+//! runs it on the case's input bits and judges the outputs against the oracle; adding a
+//! backend touches neither the harness, the CLI nor the fuzzer: register it in a
+//! [`registry::Registry`].
+//!
+//! Compiled backends run in worker processes ([`process::ProcessBackend`] over
+//! `crate::worker`), so the oracle never shares a process with compiled code.
+
+pub mod cpu;
+pub mod kernels;
+pub mod oracle;
+pub mod process;
+pub mod registry;
+
+use std::collections::BTreeMap;
+
+use uopkit_compiler::schedule::{Schedule, ScheduleOpts};
+use uopkit_interp::eval::{BufferInit, Value};
+use uopkit_interp::ir::{Graph, NodeId, Op};
+use uopkit_interp::verify::Verified;
+
+pub use crate::protocol::{Accepts, Facts};
+
+/// What a trial compares a backend's outputs with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// The reference: judged against the case's own (independently derived) expectations.
+    Reference,
+    /// Judged against the oracle's values, under the backend's allowances.
+    Candidate,
+}
+
+/// One case to run: the verified graph, the buffers' initial contents, the outputs.
+pub struct Job<'a> {
+    /// The case's name in the corpus (`alu/add_float32`).
+    pub case: &'a str,
+    pub graph: &'a Graph,
+    pub verified: &'a Verified,
+    /// Initial contents of the graph's BUFFERs (absent: uninitialized).
+    pub inputs: &'a BTreeMap<NodeId, BufferInit>,
+    /// The case's outputs: name and node.
+    pub outputs: &'a [(String, NodeId)],
+    /// The case-file id of each graph node (for facts and messages).
+    pub file_id: &'a [u64],
+    /// Scheduling choices (the case's `schedule.allreduce`, or the environment's).
+    pub opts: ScheduleOpts,
+    /// The case's allreduce request as written (`naive`, `ring`, `auto`), for the wire.
+    pub allreduce: Option<String>,
+}
+
+impl Job<'_> {
+    pub fn roots(&self) -> Vec<NodeId> {
+        self.outputs.iter().map(|o| o.1).collect()
+    }
+
+    /// The case-file id of a graph node.
+    pub fn file_id_of(&self, n: NodeId) -> u64 {
+        self.file_id
+            .get(n.index())
+            .copied()
+            .unwrap_or(u64::from(n.0))
+    }
+}
+
+/// What a backend computed.
+#[derive(Clone, Debug, Default)]
+pub struct Ran {
+    /// One per case output (None: the backend produced no value for it).
+    pub outputs: Vec<Option<Value>>,
+    /// Schedule facts (graph buffer ids in case-file ids); None when the backend has none.
+    pub facts: Option<Facts>,
+    /// The schedule, when the backend ran uopkit's own (for failure reports).
+    pub schedule: Option<String>,
+}
+
+/// Why a backend did not produce outputs.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum BackendError {
+    /// The backend does not take this case: the trial is skipped with the reason.
+    #[error("unsupported: {0}")]
+    Unsupported(String),
+    /// The compiler refused to schedule the graph.
+    #[error("scheduler: {0}")]
+    Refused(String),
+    /// The backend ran and reported an error (compile failure, runtime error, …).
+    #[error("{0}")]
+    Failed(String),
+    /// The backend's process died, hung, ran out of memory, changed the FP environment or
+    /// broke the protocol (the process was replaced).
+    #[error("{0}")]
+    Died(String),
+}
+
+/// Something the harness can run a case on.
+pub trait Backend: Send + Sync {
+    /// The trial prefix (`cpu`, `kernels`, `exec:…`).
+    fn name(&self) -> &str;
+
+    fn role(&self) -> Role {
+        Role::Candidate
+    }
+
+    /// What it can take (devices, dtypes, ops); a case outside is skipped with the reason.
+    fn accepts(&self) -> Accepts {
+        Accepts::default()
+    }
+
+    /// The allowance manifest it is judged under (`manifests/allowances/<name>.json`); None:
+    /// strict (exact bits under each output's own mode).
+    fn allowances(&self) -> Option<String> {
+        None
+    }
+
+    /// Why it will not take this case, if so (default: checks [`Backend::accepts`] on the graph).
+    fn skip_reason(&self, job: &Job) -> Option<String> {
+        accepts_graph(&self.accepts(), job.graph, job.verified, &job.roots())
+    }
+
+    /// Runs the case and returns its outputs.
+    fn run(&self, job: &Job) -> Result<Ran, BackendError>;
+}
+
+/// Device kind of a device name: `CPU:1` → `CPU`.
+fn device_kind(d: &str) -> &str {
+    d.split(':').next().unwrap_or(d)
+}
+
+/// Why a graph is outside `acc`, naming the first op, dtype or device that is.
+pub fn accepts_graph(acc: &Accepts, g: &Graph, ver: &Verified, roots: &[NodeId]) -> Option<String> {
+    if acc == &Accepts::default() {
+        return None;
+    }
+    for n in g.reachable(roots) {
+        let node = g.node(n);
+        if let Some(ops) = &acc.ops {
+            if !ops.iter().any(|o| o == node.op.name()) {
+                return Some(format!("op {} not accepted", node.op.name()));
+            }
+        }
+        if let Some(dts) = &acc.dtypes {
+            let dt = node.dtype;
+            if dt != uopkit_interp::ir::DType::Void && !dts.iter().any(|d| d == dt.name()) {
+                return Some(format!("dtype {} not accepted", dt.name()));
+            }
+        }
+        if let Some(devs) = &acc.devices {
+            if let Some(spec) = &ver.info(n).device {
+                for d in spec.devices() {
+                    let name = d.to_string();
+                    if !devs.iter().any(|k| k == device_kind(&name)) {
+                        return Some(format!("device {name} not accepted"));
+                    }
+                }
+            }
+            if node.op == Op::COPY || node.op == Op::BUFFER {
+                // Covered by the node's own device above.
+            }
+        }
+    }
+    None
+}
+
+/// The facts of one of uopkit's own schedules, graph buffers named by case-file id.
+pub fn schedule_facts(s: &Schedule, job: &Job) -> Facts {
+    Facts {
+        kernels: Some(s.kernels()),
+        copies: Some(s.copies()),
+        copy_pairs: Some(
+            s.copy_pairs()
+                .iter()
+                .map(|(a, b)| (a.to_string(), b.to_string()))
+                .collect(),
+        ),
+        writes: Some(
+            s.written_graph_buffers()
+                .into_iter()
+                .map(|n| job.file_id_of(n))
+                .collect(),
+        ),
+    }
+}

@@ -1,0 +1,166 @@
+//! The backends a harness knows, by name, and how each is opened: in this process (the
+//! oracle, the kernel interpreter, anything under `--in-process`) or in worker processes
+//! (compiled backends), and `exec:CMD` for an external program.
+//!
+//! A backend crate outside this workspace registers its own backend and runs the whole
+//! suite against it from its own `cargo test` (see `harness::libtest_main` and
+//! `docs/backend-protocol.md`, "Rust plug-ins").
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use super::process::{Limits, ProcessBackend, Spawn};
+use super::{cpu, kernels, oracle, Backend};
+use crate::worker::WORKER_ENV;
+
+pub type Factory = Arc<dyn Fn() -> Result<Arc<dyn Backend>, String> + Send + Sync>;
+
+#[derive(Clone)]
+pub struct Entry {
+    pub name: String,
+    pub about: String,
+    /// Runs compiled code: opened in worker processes unless in-process mode is asked for.
+    pub compiled: bool,
+    factory: Factory,
+}
+
+/// How to open backends.
+#[derive(Clone, Debug)]
+pub struct OpenOpts {
+    /// Run compiled backends in this process (debugging; the FP control state is still
+    /// saved and restored around every kernel load and launch).
+    pub in_process: bool,
+    pub limits: Limits,
+    /// How to start this program as a worker (default: the current executable; the worker
+    /// is selected by the environment variable `UOPKIT_WORKER_BACKEND`).
+    pub worker_program: Option<String>,
+    pub worker_args: Vec<String>,
+}
+
+impl Default for OpenOpts {
+    fn default() -> Self {
+        OpenOpts {
+            in_process: false,
+            limits: Limits::default(),
+            worker_program: None,
+            worker_args: vec![],
+        }
+    }
+}
+
+#[derive(Clone, Default)]
+pub struct Registry {
+    entries: BTreeMap<String, Entry>,
+}
+
+impl Registry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Registry::default()
+    }
+
+    /// uopkit's own backends: `oracle`, `kernels`, `cpu`.
+    pub fn builtin() -> Self {
+        let mut r = Registry::new();
+        r.register(
+            "oracle",
+            "the exact interpreter, against the cases' own expected values",
+            false,
+            || Ok(Arc::new(oracle::Oracle)),
+        );
+        r.register(
+            "kernels",
+            "the compiler's lowered kernel programs in the exact kernel interpreter, against the oracle",
+            false,
+            || Ok(Arc::new(kernels::Kernels)),
+        );
+        r.register(
+            "cpu",
+            "the compiler's C code on CPU devices (system C compiler), against the oracle",
+            true,
+            || Ok(Arc::new(cpu::Cpu)),
+        );
+        r
+    }
+
+    /// Adds (or replaces) a backend.
+    pub fn register(
+        &mut self,
+        name: &str,
+        about: &str,
+        compiled: bool,
+        factory: impl Fn() -> Result<Arc<dyn Backend>, String> + Send + Sync + 'static,
+    ) -> &mut Self {
+        self.entries.insert(
+            name.to_string(),
+            Entry {
+                name: name.to_string(),
+                about: about.to_string(),
+                compiled,
+                factory: Arc::new(factory),
+            },
+        );
+        self
+    }
+
+    pub fn entries(&self) -> impl Iterator<Item = &Entry> {
+        self.entries.values()
+    }
+
+    pub fn names(&self) -> Vec<String> {
+        self.entries.keys().cloned().collect()
+    }
+
+    fn unknown(&self, name: &str) -> String {
+        format!(
+            "unknown backend '{name}' (known: {}, exec:CMD)",
+            self.names().join(", ")
+        )
+    }
+
+    /// The backend itself, in this process (what a worker serves).
+    pub fn open_in_process(&self, name: &str) -> Result<Arc<dyn Backend>, String> {
+        let e = self.entries.get(name).ok_or_else(|| self.unknown(name))?;
+        (e.factory)()
+    }
+
+    /// Opens `spec` (`cpu`, `exec:CMD`, …) for a harness run.
+    pub fn open(&self, spec: &str, opts: &OpenOpts) -> Result<Arc<dyn Backend>, String> {
+        if let Some(cmd) = spec.strip_prefix("exec:") {
+            let sp = Spawn::from_command_line(cmd)?;
+            let pb = ProcessBackend::start(spec, sp, opts.limits.clone())?;
+            let name = pb.hello().name.clone();
+            return Ok(Arc::new(pb.renamed(name)));
+        }
+        let e = self.entries.get(spec).ok_or_else(|| self.unknown(spec))?;
+        if !e.compiled || opts.in_process {
+            return (e.factory)();
+        }
+        let program = match &opts.worker_program {
+            Some(p) => p.clone(),
+            None => std::env::current_exe()
+                .map_err(|err| format!("cannot find this program to start workers: {err}"))?
+                .to_string_lossy()
+                .into_owned(),
+        };
+        let sp = Spawn {
+            program,
+            args: opts.worker_args.clone(),
+            env: vec![(WORKER_ENV.to_string(), spec.to_string())],
+        };
+        Ok(Arc::new(ProcessBackend::start(spec, sp, opts.limits.clone())?))
+    }
+}
+
+/// Serves the backend named by `UOPKIT_WORKER_BACKEND`, if set: call first thing in `main`
+/// of any program that runs the harness. Returns the exit code when this process is a worker.
+pub fn serve_if_worker(reg: &Registry) -> Option<i32> {
+    let name = std::env::var(WORKER_ENV).ok()?;
+    Some(match reg.open_in_process(&name) {
+        Ok(b) => crate::worker::serve(b.as_ref()),
+        Err(e) => {
+            eprintln!("uopkit worker: {e}");
+            2
+        }
+    })
+}

@@ -1,0 +1,218 @@
+//! Worker mode: this process serves one in-process backend over `uopkit-backend/1` on its
+//! stdin/stdout (graph level), so the harness can run compiled code away from the oracle.
+//!
+//! Any program that embeds the harness becomes a worker when [`WORKER_ENV`] names a backend
+//! (`uopkit` itself, `tests/conformance.rs`, a user's test binary built on
+//! `harness::libtest_main`): the harness re-executes its own binary with that variable set.
+//!
+//! After every case the worker compares the FP control state (MXCSR on x86-64, FPCR on
+//! AArch64) with the one it started with; a case that changed it is answered as that
+//! backend's failure and the worker asks to be replaced.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, Write};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use serde_json::Value as Json;
+use uopkit_compiler::runtime::fpenv;
+use uopkit_compiler::schedule::ScheduleOpts;
+use uopkit_interp::ir::DType;
+
+use crate::backends::{Backend, BackendError, Job};
+use crate::case::{Case, Compare, NanPolicy, Output, FORMAT};
+use crate::load;
+use crate::protocol::{self, Answer, Facts, Hello, Level, OutputBits, Request, ResultAnswer, RunRequest};
+
+/// The environment variable that turns a harness binary into a worker for the named backend.
+pub const WORKER_ENV: &str = "UOPKIT_WORKER_BACKEND";
+
+/// Serves `backend` until stdin closes. Returns the process exit code.
+pub fn serve(backend: &dyn Backend) -> i32 {
+    let stdin = std::io::stdin();
+    let mut out = std::io::stdout().lock();
+    let start_fp = fpenv::current();
+    for line in stdin.lock().lines() {
+        let Ok(line) = line else { return 1 };
+        if line.trim().is_empty() {
+            continue;
+        }
+        let (answer, restart) = match serde_json::from_str::<Request>(&line) {
+            Err(e) => (
+                Answer::Error {
+                    id: 0,
+                    message: format!("worker: not a protocol request: {e}"),
+                    restart: false,
+                },
+                false,
+            ),
+            Ok(Request::Hello { .. }) => (
+                Answer::Hello(Hello {
+                    protocol: protocol::PROTOCOL.into(),
+                    name: backend.name().to_string(),
+                    level: Level::Graph,
+                    accepts: backend.accepts(),
+                    allowances: backend.allowances(),
+                }),
+                false,
+            ),
+            Ok(Request::RunSchedule(r)) => (
+                Answer::Error {
+                    id: r.id,
+                    message: "this worker serves graph-level requests only".into(),
+                    restart: false,
+                },
+                false,
+            ),
+            Ok(Request::Run(req)) => {
+                let id = req.id;
+                let result = catch_unwind(AssertUnwindSafe(|| run_request(backend, &req)));
+                let tampered = fpenv::take_tampering().or_else(|| {
+                    let now = fpenv::current();
+                    (now != start_fp).then(|| {
+                        fpenv::set(start_fp);
+                        format!(
+                            "the case left the FP control state changed ({start_fp:?} -> {now:?}); restored"
+                        )
+                    })
+                });
+                match (result, tampered) {
+                    (_, Some(why)) => (
+                        Answer::Error {
+                            id,
+                            message: format!("{}: {why}", backend.name()),
+                            restart: true,
+                        },
+                        true,
+                    ),
+                    (Ok(Ok(r)), None) => (Answer::Result(r), false),
+                    (Ok(Err(BackendError::Unsupported(reason))), None) => {
+                        (Answer::Unsupported { id, reason }, false)
+                    }
+                    (Ok(Err(e @ BackendError::Refused(_))), None) => (
+                        Answer::Error {
+                            id,
+                            message: e.to_string(),
+                            restart: false,
+                        },
+                        false,
+                    ),
+                    (Ok(Err(e)), None) => (
+                        Answer::Error {
+                            id,
+                            message: e.to_string(),
+                            restart: false,
+                        },
+                        false,
+                    ),
+                    (Err(p), None) => {
+                        let text = p
+                            .downcast_ref::<String>()
+                            .cloned()
+                            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                            .unwrap_or_default();
+                        (
+                            Answer::Error {
+                                id,
+                                message: format!("{} panicked: {text}", backend.name()),
+                                restart: true,
+                            },
+                            true,
+                        )
+                    }
+                }
+            }
+        };
+        if out
+            .write_all(protocol::to_line(&answer).as_bytes())
+            .and_then(|()| out.flush())
+            .is_err()
+        {
+            return 1;
+        }
+        if restart {
+            return 0;
+        }
+    }
+    0
+}
+
+/// Loads a graph-level request as a case (its node ids are the case-file ids) and runs it.
+fn run_request(backend: &dyn Backend, req: &RunRequest) -> Result<ResultAnswer, BackendError> {
+    let bad = |e: String| BackendError::Failed(format!("worker: request {}: {e}", req.id));
+    let case = Case {
+        format: FORMAT.into(),
+        description: String::new(),
+        tags: vec![],
+        graph: req.graph.clone(),
+        inputs: BTreeMap::new(),
+        outputs: req
+            .outputs
+            .iter()
+            .map(|o| Output {
+                name: o.name.clone(),
+                node: o.node,
+                shape: o.shape.clone(),
+                expect: Json::Array(vec![]),
+                compare: Compare::Exact,
+                nan: NanPolicy::Canonical,
+            })
+            .collect(),
+        expect_error: None,
+        schedule: None,
+    };
+    let (mut loaded, verified) = load::load(&case).map_err(|e| bad(e.to_string()))?;
+    for inp in &req.inputs {
+        let node = loaded.arena(inp.node).map_err(|e| bad(e.to_string()))?;
+        let dtype: DType = inp
+            .dtype
+            .parse()
+            .map_err(|_| bad(format!("unknown dtype {}", inp.dtype)))?;
+        let comps = inp
+            .components
+            .iter()
+            .map(|c| {
+                c.iter()
+                    .map(|b| protocol::parse_bits(dtype, b))
+                    .collect::<Result<Vec<_>, _>>()
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| bad(format!("input {}: {e}", inp.node)))?;
+        loaded.inputs.insert(node, comps);
+    }
+    let outputs: Vec<(String, uopkit_interp::ir::NodeId)> = req
+        .outputs
+        .iter()
+        .map(|o| loaded.arena(o.node).map(|n| (o.name.clone(), n)))
+        .collect::<Result<_, _>>()
+        .map_err(|e| bad(e.to_string()))?;
+    let mut opts = ScheduleOpts::from_env().map_err(&bad)?;
+    if let Some(a) = &req.options.allreduce {
+        opts.allreduce = a.parse().map_err(|e| bad(format!("options.allreduce: {e}")))?;
+    }
+    let job = Job {
+        case: &req.case,
+        graph: &loaded.graph,
+        verified: &verified,
+        inputs: &loaded.inputs,
+        outputs: &outputs,
+        file_id: &loaded.file_id,
+        opts,
+        allreduce: req.options.allreduce.clone(),
+    };
+    let ran = backend.run(&job)?;
+    let outs = req
+        .outputs
+        .iter()
+        .zip(&ran.outputs)
+        .map(|(spec, v)| OutputBits {
+            name: spec.name.clone(),
+            components: v.as_ref().map(protocol::value_bits).unwrap_or_default(),
+        })
+        .collect();
+    Ok(ResultAnswer {
+        id: req.id,
+        outputs: Some(outs),
+        buffers: None,
+        schedule: ran.facts.map(|f: Facts| f),
+    })
+}
