@@ -116,7 +116,11 @@ fn the_fuzzer_finds_and_shrinks_the_wrong_rule_fault_mod_drop() {
         backend::check_cpu(&case).is_ok(),
         "the shrunk case fails without the fault"
     );
-    assert_eq!(fuzz::first_divergence(&case), None);
+    let allow = backend::cpu_allowances().expect("cpu manifest");
+    assert_eq!(
+        fuzz::first_divergence(&case, &uopkit_conformance::backends::cpu::Cpu, allow),
+        None
+    );
 }
 
 #[test]

@@ -37,10 +37,23 @@ impl Default for Limits {
     fn default() -> Self {
         Limits {
             timeout: Duration::from_secs(120),
-            memory: None,
+            memory: default_memory(),
             start_timeout: Duration::from_secs(60),
         }
     }
+}
+
+/// Half the machine's memory (`MemTotal` in /proc/meminfo), at least 2 GiB; None when unknown.
+pub fn default_memory() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kib: u64 = info
+        .lines()
+        .find(|l| l.starts_with("MemTotal:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()?;
+    Some((kib.saturating_mul(1024) / 2).max(2 << 30))
 }
 
 /// How to start a child.

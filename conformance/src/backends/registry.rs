@@ -78,7 +78,13 @@ impl Registry {
             "cpu",
             "the compiler's C code on CPU devices (system C compiler), against the oracle",
             true,
-            || Ok(Arc::new(cpu::Cpu)),
+            || {
+                // An environment problem (no C compiler) is reported once, before any trial.
+                uopkit_compiler::runtime::CCompiler::global()
+                    .key("")
+                    .map_err(|e| format!("{e} (set UOPKIT_CC to a C compiler)"))?;
+                Ok(Arc::new(cpu::Cpu))
+            },
         );
         r
     }
@@ -156,10 +162,22 @@ impl Registry {
 /// of any program that runs the harness. Returns the exit code when this process is a worker.
 pub fn serve_if_worker(reg: &Registry) -> Option<i32> {
     let name = std::env::var(WORKER_ENV).ok()?;
-    Some(match reg.open_in_process(&name) {
-        Ok(b) => crate::worker::serve(b.as_ref()),
+    let backend = match reg.open_in_process(&name) {
+        Ok(b) => b,
         Err(e) => {
             eprintln!("uopkit worker: {e}");
+            return Some(2);
+        }
+    };
+    // Deep graphs recurse in the compiler: serve on a thread with room for them.
+    let served = std::thread::Builder::new()
+        .stack_size(512 << 20)
+        .spawn(move || crate::worker::serve(backend.as_ref()));
+    Some(match served.map(|h| h.join()) {
+        Ok(Ok(code)) => code,
+        Ok(Err(_)) => 101,
+        Err(e) => {
+            eprintln!("uopkit worker: cannot start: {e}");
             2
         }
     })
