@@ -35,7 +35,9 @@ impl Backend for Faulty {
     fn run(&self, job: &Job) -> Result<Ran, BackendError> {
         match job.case {
             // SAFETY: deliberately crashing the worker process is the point of this test.
+            // (Rust's own SIGSEGV handler ignores a raised signal: restore the default first.)
             "segv" => unsafe {
+                libc::signal(libc::SIGSEGV, libc::SIG_DFL);
                 libc::raise(libc::SIGSEGV);
             },
             "hang" => loop {

@@ -12,7 +12,7 @@ use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -85,6 +85,8 @@ struct Child1 {
     stdin: ChildStdin,
     lines: Receiver<String>,
     stderr: Arc<Mutex<VecDeque<String>>>,
+    /// The child said it could not allocate (seen anywhere in its stderr).
+    oom: Arc<AtomicBool>,
 }
 
 const STDERR_LINES: usize = 12;
@@ -119,7 +121,7 @@ impl Child1 {
             }
         };
         let tail = self.stderr_tail();
-        let oom = tail.contains("memory allocation of") || tail.contains("out of memory");
+        let oom = self.oom.load(Ordering::Relaxed);
         let how = match (status.code(), status.signal()) {
             (_, Some(sig)) if oom => format!("ran out of memory (killed by {})", signal_name(sig)),
             (_, Some(sig)) => format!("was killed by {}", signal_name(sig)),
@@ -208,9 +210,14 @@ fn spawn(sp: &Spawn, limits: &Limits) -> Result<Child1, String> {
     });
     let tail = Arc::new(Mutex::new(VecDeque::new()));
     let t2 = tail.clone();
+    let oom = Arc::new(AtomicBool::new(false));
+    let oom2 = oom.clone();
     std::thread::spawn(move || {
         for line in BufReader::new(stderr).lines() {
             let Ok(line) = line else { break };
+            if line.contains("memory allocation of") || line.contains("out of memory") {
+                oom2.store(true, Ordering::Relaxed);
+            }
             let mut t = t2.lock().unwrap_or_else(|e| e.into_inner());
             if t.len() == STDERR_LINES {
                 t.pop_front();
@@ -223,6 +230,7 @@ fn spawn(sp: &Spawn, limits: &Limits) -> Result<Child1, String> {
         stdin,
         lines,
         stderr: tail,
+        oom,
     })
 }
 
