@@ -20,6 +20,7 @@
 
 pub mod cache;
 pub mod cpu;
+pub mod fpenv;
 
 use std::any::Any;
 use std::fmt;
