@@ -472,3 +472,78 @@ fn a_kernel_that_sets_ftz_is_restored() {
         "{msg}"
     );
 }
+
+/// The environment's settings, read in a child process (this process's environment is
+/// never changed): a bad `UOPKIT_CC_TIMEOUT` is a typed error naming it, `UOPKIT_CC` is
+/// split, and the default directory follows `XDG_CACHE_HOME`.
+#[test]
+fn settings_from_the_environment() {
+    if let Some(mode) = std::env::var_os("UOPKIT_TEST_CHILD_MODE") {
+        match mode.to_str() {
+            Some("bad-timeout") => {
+                let e = CCompiler::from_env().unwrap_err();
+                assert!(
+                    matches!(&e, Error::BadSetting { name, .. } if name == "UOPKIT_CC_TIMEOUT"),
+                    "{e}"
+                );
+                // The process-wide compiler exists anyway and reports it on use.
+                let e = CpuDevice::get(0).compile(&unit("env", 1)).unwrap_err();
+                println!("CHILD-ERROR: {e}");
+            }
+            Some("good") => {
+                let c = CCompiler::from_env().unwrap();
+                assert_eq!((c.cc(), c.args()), ("cc", &["-O1".to_string()][..]));
+                assert_eq!(c.timeout(), Duration::from_millis(7500));
+                let xdg = std::env::var_os("XDG_CACHE_HOME").unwrap();
+                let want = Path::new(&xdg).join("uopkit");
+                assert_eq!(c.cache_dir(), want);
+                assert_eq!(cache::cache_dir_from_env().unwrap(), want);
+                assert_eq!(
+                    run(&Arc::new(c), &unit("env", 1)).unwrap(),
+                    vec![2, 3, 4, 5]
+                );
+                use std::os::unix::fs::PermissionsExt;
+                let mode = std::fs::metadata(&want).unwrap().permissions().mode();
+                println!("CHILD-OK mode {:o}", mode & 0o777);
+            }
+            _ => unreachable!(),
+        }
+        return;
+    }
+    let xdg = tempfile::tempdir().unwrap();
+    let child = |mode: &str, vars: &[(&str, &str)]| {
+        let mut cmd = std::process::Command::new(std::env::current_exe().unwrap());
+        cmd.args([
+            "--exact",
+            "settings_from_the_environment",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("UOPKIT_TEST_CHILD_MODE", mode)
+        .env_remove("UOPKIT_CACHE_DIR")
+        .env_remove("UOPKIT_CC")
+        .env_remove("UOPKIT_CC_TIMEOUT")
+        .env("XDG_CACHE_HOME", xdg.path());
+        for (k, v) in vars {
+            cmd.env(k, v);
+        }
+        let out = cmd.output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "{text}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        text
+    };
+    let text = child("bad-timeout", &[("UOPKIT_CC_TIMEOUT", "soon")]);
+    assert!(
+        text.contains("CHILD-ERROR: UOPKIT_CC_TIMEOUT=\"soon\": expected a positive number"),
+        "{text}"
+    );
+    let text = child(
+        "good",
+        &[("UOPKIT_CC", "cc -O1"), ("UOPKIT_CC_TIMEOUT", "7.5")],
+    );
+    assert!(text.contains("CHILD-OK mode 700"), "{text}");
+}

@@ -673,6 +673,18 @@ impl CCompiler {
     }
 }
 
+impl Drop for CCompiler {
+    /// Unloading a library runs its destructors: inside the FP guard as well.
+    fn drop(&mut self) {
+        let fp = FpGuard::new();
+        self.loaded
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
+        fp.restore_and_record(|| "the unloading of kernel libraries".into());
+    }
+}
+
 /// Kills a child's process group (it leads one: `process_group(0)`) and reaps it.
 fn kill_group(child: &mut Child) {
     if let Ok(pid) = libc::pid_t::try_from(child.id()) {

@@ -49,8 +49,18 @@ impl Drop for CpuMem {
 
 /// A compiled unit loaded into the process.
 struct CpuProgram {
-    _lib: Arc<Library>,
+    /// `Some` until dropped.
+    lib: Option<Arc<Library>>,
     kernels: BTreeMap<String, KernelFn>,
+}
+
+impl Drop for CpuProgram {
+    /// The last reference unloads the library, running its destructors: guarded too.
+    fn drop(&mut self) {
+        let fp = FpGuard::new();
+        drop(self.lib.take());
+        fp.restore_and_record(|| "the unloading of a kernel library".into());
+    }
 }
 
 /// One CPU device.
@@ -172,7 +182,10 @@ impl Device for CpuDevice {
                 })?;
             kernels.insert(k.name.clone(), *f);
         }
-        let prog = CpuProgram { _lib: lib, kernels };
+        let prog = CpuProgram {
+            lib: Some(lib),
+            kernels,
+        };
         Ok(Compiled::new("CPU", unit.kernels.clone(), Arc::new(prog)))
     }
 
