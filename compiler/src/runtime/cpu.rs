@@ -4,6 +4,11 @@
 //! Every `CPU:n` device has its own allocations (a copy between two of them is a real copy)
 //! and a lock that orders all operations on it, as a stream would on a GPU: kernels run
 //! synchronously on the calling thread while the lock is held.
+//!
+//! Every kernel launch (like every `dlopen` in [`CCompiler`]) runs inside an
+//! [`FpGuard`]: a kernel that changes the thread's FP control state (flush-to-zero,
+//! rounding) has it restored, and the change is recorded for
+//! [`fpenv::take_tampering`](super::fpenv::take_tampering).
 
 use std::any::Any;
 use std::collections::BTreeMap;
@@ -14,6 +19,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use libloading::Library;
 
+use super::fpenv::FpGuard;
 use super::{Buffer, CCompiler, Compiled, Device, Error, KernelSig, Lang, Result, Unit};
 
 /// Allocation alignment (a cache line; enough for any element type and for vector loads).
@@ -43,8 +49,18 @@ impl Drop for CpuMem {
 
 /// A compiled unit loaded into the process.
 struct CpuProgram {
-    _lib: Arc<Library>,
+    /// `Some` until dropped.
+    lib: Option<Arc<Library>>,
     kernels: BTreeMap<String, KernelFn>,
+}
+
+impl Drop for CpuProgram {
+    /// The last reference unloads the library, running its destructors: guarded too.
+    fn drop(&mut self) {
+        let fp = FpGuard::new();
+        drop(self.lib.take());
+        fp.restore_and_record(|| "the unloading of a kernel library".into());
+    }
 }
 
 /// One CPU device.
@@ -166,7 +182,10 @@ impl Device for CpuDevice {
                 })?;
             kernels.insert(k.name.clone(), *f);
         }
-        let prog = CpuProgram { _lib: lib, kernels };
+        let prog = CpuProgram {
+            lib: Some(lib),
+            kernels,
+        };
         Ok(Compiled::new("CPU", unit.kernels.clone(), Arc::new(prog)))
     }
 
@@ -207,10 +226,12 @@ impl Device for CpuDevice {
             ptrs.push(m.ptr.as_ptr() as *mut c_void);
         }
         let _g = self.guard();
+        let fp = FpGuard::new();
         // SAFETY: the kernel accesses param i within its declared size (the renderer's
         // contract with lowering), which fits in buffer i as checked above; the device lock
         // keeps every other access to these buffers out while it runs.
         unsafe { f(ptrs.as_mut_ptr()) };
+        fp.restore_and_record(|| format!("launch of kernel '{kernel}' on {}", self.name));
         Ok(())
     }
 

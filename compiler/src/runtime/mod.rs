@@ -26,6 +26,7 @@ use std::any::Any;
 use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use uopkit_interp::kernel::{ParamDecl, Program};
 
@@ -48,6 +49,22 @@ pub enum Error {
         stderr: String,
         source_path: PathBuf,
     },
+    /// The C compiler ran longer than its timeout (`UOPKIT_CC_TIMEOUT`, default 120 s) and
+    /// was killed with its process group.
+    #[error("C compiler '{cc}' did not finish within {} s and was killed (UOPKIT_CC_TIMEOUT sets the limit in seconds)", timeout.as_secs_f64())]
+    CompileTimeout { cc: String, timeout: Duration },
+    /// A setting (an environment variable such as `UOPKIT_CC_TIMEOUT`, named by `name`) has a
+    /// value that cannot be used.
+    #[error("{name}={value:?}: {message}")]
+    BadSetting {
+        name: String,
+        value: String,
+        message: String,
+    },
+    /// The default kernel cache directory belongs to another user: kernels are never loaded
+    /// from it.
+    #[error("kernel cache {} belongs to uid {owner}, not to this user (uid {uid}); refusing to use it (set UOPKIT_CACHE_DIR to choose another directory)", path.display())]
+    CacheNotOwned { path: PathBuf, owner: u32, uid: u32 },
     /// The kernel cache directory could not be used.
     #[error("kernel cache {}: {message}", path.display())]
     Cache { path: PathBuf, message: String },
