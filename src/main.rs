@@ -107,6 +107,12 @@ enum Command {
     },
     /// List the backends this build knows.
     Backends,
+    /// Show the kernel cache (directory, entries, size, damaged entries), or clean it.
+    Cache {
+        /// Remove uopkit's files from the cache directory.
+        #[arg(long)]
+        clean: bool,
+    },
     /// Run one case and print its outputs.
     Run { file: PathBuf },
     /// Compile one case for the CPU and print its schedule and kernels (and the C source).
@@ -213,6 +219,7 @@ fn real_main() -> ExitCode {
             println!("{:<10} an external program speaking docs/backend-protocol.md", "exec:CMD");
             ExitCode::SUCCESS
         }
+        Command::Cache { clean } => cache(clean),
         Command::Run { file } => run_one(&file),
         Command::Compile { file, c } => compile(&file, c),
         Command::Diff { file, backend, run } => diff(&registry, &file, &backend, &run),
@@ -357,6 +364,37 @@ fn check(
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
+    }
+}
+
+fn cache(clean: bool) -> ExitCode {
+    use uopkit_compiler::runtime::cache;
+    let dir = match cache::cache_dir_from_env() {
+        Ok(d) => d,
+        Err(e) => return bad_input(e),
+    };
+    if clean {
+        return match cache::clean(&dir) {
+            Ok(n) => {
+                println!("{}: removed {n} file(s)", dir.display());
+                ExitCode::SUCCESS
+            }
+            Err(e) => bad_input(format!("{}: {e}", dir.display())),
+        };
+    }
+    match cache::stats(&dir) {
+        Ok(s) => {
+            println!("kernel cache: {}", s.dir.display());
+            if !s.exists {
+                println!("  (does not exist yet)");
+            }
+            println!("  entries: {} ({} bytes)", s.entries, s.bytes);
+            println!("  damaged entries: {} (rebuilt on next use)", s.bad_entries);
+            println!("  temporary files: {}", s.temp_files);
+            println!("  other files: {}", s.other_files);
+            ExitCode::SUCCESS
+        }
+        Err(e) => bad_input(format!("{}: {e}", dir.display())),
     }
 }
 

@@ -638,11 +638,10 @@ fn looks_like_spec(part: &str) -> bool {
 /// `ignored, xfail: <reason>`; a skip as `ignored, <reason>`; a summary line with the xfail
 /// and xpass counts follows libtest's.
 pub fn libtest_main(reg: &Registry, default_corpus: &Path, default_backends: &str) -> std::process::ExitCode {
-    use libtest_mimic::{Arguments, Completion, Failed, Trial};
     if let Some(code) = crate::backends::registry::serve_if_worker(reg) {
         return std::process::ExitCode::from(code.clamp(0, 255) as u8);
     }
-    let args = Arguments::from_args();
+    let args = libtest_mimic::Arguments::from_args();
     let settings = match settings_from_env(default_corpus, default_backends) {
         Ok(s) => s,
         Err(e) => {
@@ -650,27 +649,43 @@ pub fn libtest_main(reg: &Registry, default_corpus: &Path, default_backends: &st
             return std::process::ExitCode::from(2);
         }
     };
-    // Listing must not start backends' processes for nothing.
-    let suite = match load_suite(&settings, reg) {
-        Ok(s) => Arc::new(s),
+    match libtest_run(reg, &settings, &args) {
+        Ok((conclusion, _)) => conclusion.exit_code(),
         Err(e) => {
             eprintln!("error: {e}");
-            return std::process::ExitCode::from(2);
+            std::process::ExitCode::from(2)
         }
-    };
-    let tally: Arc<Mutex<Vec<Tally>>> = Arc::new(Mutex::new(vec![Tally::default(); suite.backends.len()]));
+    }
+}
+
+/// Runs the suite `settings` describes as libtest-mimic trials under `args`; returns
+/// libtest's conclusion and each trial's verdict label (`ok`, `FAIL`, `skip`, `xfail`,
+/// `XPASS`, `BAD`) by trial name, in name order.
+pub fn libtest_run(
+    reg: &Registry,
+    settings: &Settings,
+    args: &libtest_mimic::Arguments,
+) -> Result<(libtest_mimic::Conclusion, Vec<(String, &'static str)>), SetupError> {
+    use libtest_mimic::{Completion, Failed, Trial};
+    let suite = Arc::new(load_suite(settings, reg)?);
+    type Sink = Arc<Mutex<(Vec<Tally>, BTreeMap<String, &'static str>)>>;
+    let sink: Sink = Arc::new(Mutex::new((vec![Tally::default(); suite.backends.len()], BTreeMap::new())));
     let mut trials = vec![];
     for c in 0..suite.cases.len() {
         for b in 0..suite.backends.len() {
-            let (suite2, tally2) = (suite.clone(), tally.clone());
+            let (suite2, sink2) = (suite.clone(), sink.clone());
             let name = suite.trial_name(c, b);
             let kind = suite.backends[b].backend.name().to_string();
             trials.push(
-                Trial::ignorable_test(name, move || {
+                Trial::ignorable_test(name.clone(), move || {
                     let s = suite2.clone();
                     let v = on_big_stack(move || s.run_trial(c, b))
                         .unwrap_or_else(|e| Verdict::fail(FailKind::Crash, e));
-                    tally2.lock().unwrap_or_else(|e| e.into_inner())[b].add(&v);
+                    {
+                        let mut g = sink2.lock().unwrap_or_else(|e| e.into_inner());
+                        g.0[b].add(&v);
+                        g.1.insert(name, v.label());
+                    }
                     match v {
                         Verdict::Pass => Ok(Completion::Completed),
                         Verdict::Skip(r) => Ok(Completion::ignored_with(r)),
@@ -684,17 +699,17 @@ pub fn libtest_main(reg: &Registry, default_corpus: &Path, default_backends: &st
             );
         }
     }
-    let listing = args.list;
-    let conclusion = libtest_mimic::run(&args, trials);
-    if !listing {
-        let t = tally.lock().unwrap_or_else(|e| e.into_inner());
-        for (slot, t) in suite.backends.iter().zip(t.iter()) {
+    let conclusion = libtest_mimic::run(args, trials);
+    let g = sink.lock().unwrap_or_else(|e| e.into_inner());
+    if !args.list {
+        for (slot, t) in suite.backends.iter().zip(g.0.iter()) {
             if t != &Tally::default() {
                 eprintln!("{}: {}", slot.backend.name(), t.line());
             }
         }
     }
-    conclusion.exit_code()
+    let labels = g.1.iter().map(|(k, v)| (k.clone(), *v)).collect();
+    Ok((conclusion, labels))
 }
 
 /// `uopkit diff`: the interpreted stages (`stages::diff`), then the rendered stage on

@@ -300,7 +300,7 @@ impl ProcessBackend {
     /// before any trial).
     pub fn start(name: impl Into<String>, spawn: Spawn, limits: Limits) -> Result<Self, String> {
         let name = name.into();
-        let (c, hello) = handshake(&spawn, &limits).map_err(|e| format!("{name}: {e}"))?;
+        let (c, hello) = handshake(&spawn, &limits)?;
         Ok(ProcessBackend {
             name,
             spawn,
