@@ -84,10 +84,16 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("x.json");
         write_atomic(&p, b"a").unwrap();
-        assert_eq!(std::fs::metadata(&p).unwrap().permissions().mode() & 0o777, 0o644);
+        assert_eq!(
+            std::fs::metadata(&p).unwrap().permissions().mode() & 0o777,
+            0o644
+        );
         std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o640)).unwrap();
         write_atomic(&p, b"b").unwrap();
-        assert_eq!(std::fs::metadata(&p).unwrap().permissions().mode() & 0o777, 0o640);
+        assert_eq!(
+            std::fs::metadata(&p).unwrap().permissions().mode() & 0o777,
+            0o640
+        );
     }
 
     #[test]
@@ -100,7 +106,11 @@ mod tests {
         std::fs::write(p.join("inside"), b"keep").unwrap();
         assert!(write_atomic(&p, b"new").is_err());
         assert_eq!(std::fs::read(p.join("inside")).unwrap(), b"keep");
-        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "no temporary file left");
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            1,
+            "no temporary file left"
+        );
         // A missing directory: nothing is created.
         let q = dir.path().join("missing").join("x.json");
         assert!(write_atomic(&q, b"new").is_err());

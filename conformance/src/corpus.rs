@@ -50,11 +50,7 @@ pub fn list(dir: &Path) -> std::io::Result<Listing> {
                         "{}: skipped: a symbolic link to a directory (not followed)",
                         p.display()
                     )),
-                    Ok(m) if m.is_file() => {
-                        if is_json {
-                            out.files.push(p);
-                        }
-                    }
+                    Ok(m) if m.is_file() && is_json => out.files.push(p),
                     Ok(m) if is_json => out.warnings.push(format!(
                         "{}: skipped: a symbolic link to {}",
                         p.display(),

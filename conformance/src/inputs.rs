@@ -209,7 +209,11 @@ mod tests {
 
     #[test]
     fn prng_ranges_at_the_ends_of_i128_do_not_overflow() {
-        for (lo, hi) in [(i128::MIN, i128::MAX), (i128::MAX, i128::MAX), (i128::MIN, i128::MIN)] {
+        for (lo, hi) in [
+            (i128::MIN, i128::MAX),
+            (i128::MAX, i128::MAX),
+            (i128::MIN, i128::MIN),
+        ] {
             let init = Init::Prng { seed: 1, lo, hi };
             // Not representable in int64 (an error), but never a panic.
             assert!(component(&init, DType::Int64, 3).is_err());

@@ -335,7 +335,9 @@ fn topo_order(case: &Case, by_id: &BTreeMap<u64, usize>) -> Result<Vec<usize>, C
 /// at most `limit`; the error says which field and why.
 fn count(field: &str, v: &Json, limit: usize, what: &str) -> Result<usize, String> {
     let Json::Number(n) = v else {
-        return Err(format!("{field}: expected a non-negative integer, found {v}"));
+        return Err(format!(
+            "{field}: expected a non-negative integer, found {v}"
+        ));
     };
     let text = n.to_string();
     let Some(u) = n.as_u64() else {
@@ -346,7 +348,9 @@ fn count(field: &str, v: &Json, limit: usize, what: &str) -> Result<usize, Strin
         } else {
             "is too large for u64"
         };
-        return Err(format!("{field}: {text} {why} (expected a non-negative integer)"));
+        return Err(format!(
+            "{field}: {text} {why} (expected a non-negative integer)"
+        ));
     };
     usize::try_from(u)
         .ok()
@@ -355,9 +359,9 @@ fn count(field: &str, v: &Json, limit: usize, what: &str) -> Result<usize, Strin
 }
 
 fn usize_list(field: &str, v: &Json, what: &str) -> Result<Vec<usize>, String> {
-    let arr = v.as_array().ok_or_else(|| {
-        format!("{field}: expected a list of non-negative integers, found {v}")
-    })?;
+    let arr = v
+        .as_array()
+        .ok_or_else(|| format!("{field}: expected a list of non-negative integers, found {v}"))?;
     arr.iter()
         .enumerate()
         .map(|(i, x)| count(&format!("{field}[{i}]"), x, MAX_DIMENSION, what))
@@ -469,7 +473,12 @@ pub fn parse_arg(op: Op, dtype: DType, v: &Json) -> Result<Arg, String> {
             }
             _ => return Err(format!("expected [op, [devices…]], found {v}")),
         },
-        Op::MSELECT => Arg::Index(count("arg (device index)", v, MAX_DIMENSION, "device index")?),
+        Op::MSELECT => Arg::Index(count(
+            "arg (device index)",
+            v,
+            MAX_DIMENSION,
+            "device index",
+        )?),
         Op::UNSHARD => {
             let axes = if v.is_number() {
                 vec![count("arg (axis)", v, MAX_DIMENSION, "axis")?]

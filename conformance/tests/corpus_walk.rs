@@ -62,7 +62,13 @@ fn symlink_loops_fifos_and_dangling_links() {
         .collect();
     assert_eq!(
         rel,
-        ["a.json", "alias.json", "dir.json/d.json", "sub/b.json", "sub/deeper/c.json"]
+        [
+            "a.json",
+            "alias.json",
+            "dir.json/d.json",
+            "sub/b.json",
+            "sub/deeper/c.json"
+        ]
     );
     let w = l.warnings.join("\n");
     assert_eq!(l.warnings.len(), 6, "{w}");
@@ -90,7 +96,10 @@ fn symlink_loops_fifos_and_dangling_links() {
         assert!(e.file.is_some());
     }
     let e = read_case(&root.join("dir.json")).unwrap_err();
-    assert!(e.to_string().contains("not a regular file (a directory)"), "{e}");
+    assert!(
+        e.to_string().contains("not a regular file (a directory)"),
+        "{e}"
+    );
     read_case(&root.join("alias.json")).expect("a link to a case reads");
 }
 
@@ -102,7 +111,10 @@ fn oversized_case_files_are_refused_before_reading() {
     let f = std::fs::File::create(&p).unwrap();
     f.set_len(MAX_CASE_BYTES + 1).unwrap();
     let e = read_case(&p).unwrap_err();
-    assert!(e.to_string().contains("over the limit of 268435456 bytes"), "{e}");
+    assert!(
+        e.to_string().contains("over the limit of 268435456 bytes"),
+        "{e}"
+    );
     // At the limit is fine as far as size goes (it fails to parse: it is all zero bytes).
     f.set_len(16).unwrap();
     let e = read_case(&p).unwrap_err();

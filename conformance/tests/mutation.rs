@@ -306,7 +306,10 @@ fn mutants_of_the_corpus_never_panic() {
         Outcome::VerifyError,
         Outcome::OracleOk,
     ] {
-        assert!(counts.get(&o).copied().unwrap_or(0) > 0, "no {o:?} in {counts:?}");
+        assert!(
+            counts.get(&o).copied().unwrap_or(0) > 0,
+            "no {o:?} in {counts:?}"
+        );
     }
 }
 
@@ -352,11 +355,20 @@ fn buffer_case(size: &str) -> String {
 #[test]
 fn finding_6_number_messages_name_the_field_and_the_reason() {
     for (size, want) in [
-        ("18446744073709551616", "node 7: BUFFER: arg.size: 18446744073709551616 is too large for u64"),
-        ("1099511627776", "node 7: BUFFER: arg.size: element count 1099511627776 is over the limit of 268435456"),
+        (
+            "18446744073709551616",
+            "node 7: BUFFER: arg.size: 18446744073709551616 is too large for u64",
+        ),
+        (
+            "1099511627776",
+            "node 7: BUFFER: arg.size: element count 1099511627776 is over the limit of 268435456",
+        ),
         ("-1", "node 7: BUFFER: arg.size: -1 is negative"),
         ("2.5", "node 7: BUFFER: arg.size: 2.5 is not an integer"),
-        ("\"4\"", "node 7: BUFFER: arg.size: expected a non-negative integer, found \"4\""),
+        (
+            "\"4\"",
+            "node 7: BUFFER: arg.size: expected a non-negative integer, found \"4\"",
+        ),
     ] {
         let e = load_err(&buffer_case(size));
         assert!(e.starts_with(want), "{e}");
@@ -369,5 +381,8 @@ fn finding_6_number_messages_name_the_field_and_the_reason() {
     let e = load_err(&reshape("[0, 18446744073709551616]"));
     assert_eq!(e, "node 1: RESHAPE: arg[1]: 18446744073709551616 is too large for u64 (expected a non-negative integer)");
     let e = load_err(&reshape("[0, 1099511627777]"));
-    assert_eq!(e, "node 1: RESHAPE: arg[1]: dimension 1099511627777 is over the limit of 1099511627776");
+    assert_eq!(
+        e,
+        "node 1: RESHAPE: arg[1]: dimension 1099511627777 is over the limit of 1099511627776"
+    );
 }

@@ -69,7 +69,13 @@ fn base(size: usize, shape: Option<&[usize]>, multi: bool) -> (Graph, NodeId) {
         },
     );
     let top = match shape {
-        Some(s) => add(&mut g, Op::RESHAPE, DType::Int32, &[b], Arg::Shape(s.to_vec())),
+        Some(s) => add(
+            &mut g,
+            Op::RESHAPE,
+            DType::Int32,
+            &[b],
+            Arg::Shape(s.to_vec()),
+        ),
         None => b,
     };
     (g, top)
@@ -221,10 +227,13 @@ fn ops_for(rank: usize) -> Vec<(Op, Arg)> {
     }
     out.push((Op::PERMUTE, Arg::Perm((0..rank).rev().collect())));
     out.push((Op::FLIP, Arg::Flip(vec![true; rank])));
-    out.push((Op::PAD, Arg::Window {
-        offsets: vec![1; rank],
-        sizes: vec![4; rank],
-    }));
+    out.push((
+        Op::PAD,
+        Arg::Window {
+            offsets: vec![1; rank],
+            sizes: vec![4; rank],
+        },
+    ));
     out
 }
 
@@ -253,7 +262,11 @@ fn buffers_of_every_size_are_bounded() {
                 );
                 let what = format!("{op} of {size} elements (multi: {multi})");
                 let ok = verify::verify(&g).is_ok();
-                assert_eq!(ok, size <= MAX_ELEMENTS / 2 || !multi && size <= MAX_ELEMENTS, "{what}");
+                assert_eq!(
+                    ok,
+                    size <= MAX_ELEMENTS / 2 || !multi && size <= MAX_ELEMENTS,
+                    "{what}"
+                );
                 if op == Op::BUFFER {
                     judge(&g, b, &what, &mut tally);
                 }
@@ -273,7 +286,9 @@ fn every_shape_taking_op_with_adversarial_dimensions() {
             let what0 = format!("RESHAPE of {size} elements to {shape:?} (multi: {multi})");
             judge(&g0, top, &what0, &mut tally);
             graphs += 1;
-            let Ok(v0) = verify::verify(&g0) else { continue };
+            let Ok(v0) = verify::verify(&g0) else {
+                continue;
+            };
             let rank = v0.info(top).shape.len();
             for (op, arg) in ops_for(rank) {
                 let mut g = g0.clone();
@@ -285,7 +300,9 @@ fn every_shape_taking_op_with_adversarial_dimensions() {
                 if verify::verify(&g).is_ok() {
                     let c = add(&mut g, Op::ADD, DType::Int32, &[n, n], Arg::None);
                     judge(&g, c, &format!("ADD of {what}"), &mut tally);
-                    let r = verify::verify(&g).map(|v| v.info(c).shape.len()).unwrap_or(0);
+                    let r = verify::verify(&g)
+                        .map(|v| v.info(c).shape.len())
+                        .unwrap_or(0);
                     let red = add(
                         &mut g,
                         Op::REDUCE,
@@ -297,7 +314,12 @@ fn every_shape_taking_op_with_adversarial_dimensions() {
                             order: ReduceOrder::Sequential,
                         },
                     );
-                    judge(&g, red, &format!("full REDUCE of ADD of {what}"), &mut tally);
+                    judge(
+                        &g,
+                        red,
+                        &format!("full REDUCE of ADD of {what}"),
+                        &mut tally,
+                    );
                     graphs += 2;
                 }
             }
@@ -339,7 +361,10 @@ fn reduce_whose_output_wraps_is_rejected() {
 #[test]
 fn reduce_of_a_huge_empty_axis_is_rejected() {
     let (mut g, r) = base(0, Some(&[P40, 0]), false);
-    assert!(verify::verify(&g).is_ok(), "an empty [2^40, 0] value is fine");
+    assert!(
+        verify::verify(&g).is_ok(),
+        "an empty [2^40, 0] value is fine"
+    );
     let red = add(
         &mut g,
         Op::REDUCE,
@@ -383,7 +408,13 @@ fn reduce_of_a_huge_empty_axis_is_rejected() {
 fn empty_values_keep_large_dimensions_but_not_past_the_dimension_limit() {
     // Empty EXPANDs of a 0-element value are evaluated at once (tests/cli.rs relies on it).
     let (mut g, b) = base(0, None, false);
-    let e = add(&mut g, Op::EXPAND, DType::Int32, &[b], Arg::Shape(vec![P40, 1 << 23]));
+    let e = add(
+        &mut g,
+        Op::EXPAND,
+        DType::Int32,
+        &[b],
+        Arg::Shape(vec![P40, 1 << 23]),
+    );
     let v = verify::verify(&g).expect("empty expand");
     assert_eq!(v.info(e).shape, vec![P40, 1 << 23, 0]);
     let mut t = Tally::default();
@@ -391,7 +422,13 @@ fn empty_values_keep_large_dimensions_but_not_past_the_dimension_limit() {
     assert_eq!(t.evaluated, 1);
     for lead in [vec![MAX_DIMENSION + 1], vec![P40, P40], vec![usize::MAX]] {
         let (mut g, b) = base(0, None, false);
-        let e = add(&mut g, Op::EXPAND, DType::Int32, &[b], Arg::Shape(lead.clone()));
+        let e = add(
+            &mut g,
+            Op::EXPAND,
+            DType::Int32,
+            &[b],
+            Arg::Shape(lead.clone()),
+        );
         assert!(
             matches!(verify::verify(&g), Err(Error::Verify { node, .. }) if node == e),
             "{lead:?}"
