@@ -62,11 +62,18 @@ pub fn component(init: &Init, dt: DType, size: usize) -> Result<Vec<Option<u64>>
             if lo > hi {
                 return Err(format!("prng range [{lo}, {hi}] is empty"));
             }
-            let span = (*hi - *lo + 1) as u128;
+            // hi - lo + 1 may not fit i128 (or even u128, for the full range); a draw is
+            // below 2^64, so a span that saturates is never reached by the modulo.
+            let span = hi.abs_diff(*lo).saturating_add(1);
             let mut rng = SplitMix64(*seed);
             (0..size)
                 .map(|_| {
-                    let v = *lo + (rng.next_u64() as u128 % span) as i128;
+                    let r = u128::from(rng.next_u64()) % span;
+                    // r < span, so lo + r <= hi: it fits (checked all the same).
+                    let v = i128::try_from(r)
+                        .ok()
+                        .and_then(|r| lo.checked_add(r))
+                        .ok_or_else(|| format!("prng range [{lo}, {hi}] overflows"))?;
                     prng_value(dt, v).map(Some)
                 })
                 .collect::<Result<_, _>>()?
@@ -198,6 +205,32 @@ mod tests {
                 Some(0xbf400000)
             ]
         );
+    }
+
+    #[test]
+    fn prng_ranges_at_the_ends_of_i128_do_not_overflow() {
+        for (lo, hi) in [
+            (i128::MIN, i128::MAX),
+            (i128::MAX, i128::MAX),
+            (i128::MIN, i128::MIN),
+        ] {
+            let init = Init::Prng { seed: 1, lo, hi };
+            // Not representable in int64 (an error), but never a panic.
+            assert!(component(&init, DType::Int64, 3).is_err());
+        }
+        let init = Init::Prng {
+            seed: 1,
+            lo: i128::MIN,
+            hi: i128::MAX,
+        };
+        assert!(component(&init, DType::Int64, 0).unwrap().is_empty());
+        let init = Init::Prng {
+            seed: 7,
+            lo: -1,
+            hi: 1,
+        };
+        let v = component(&init, DType::Int8, 50).unwrap();
+        assert!(v.iter().all(|x| matches!(x, Some(0 | 1 | 0xff))));
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! oracle (`run`), comparing results (`compare`) and finding the corpus (`corpus`).
 
 pub mod allowances;
+pub mod atomic;
 pub mod backend;
 pub mod backends;
 pub mod case;

@@ -9,7 +9,7 @@ use uopkit_interp::eval::BufferInit;
 use uopkit_interp::ir::inline::inline_calls;
 use uopkit_interp::ir::{Arg, DType, Device, DeviceSpec, Graph, Node, NodeId, Op, ReduceOrder};
 use uopkit_interp::scalar::literal;
-use uopkit_interp::verify::{self, Verified, MAX_ELEMENTS};
+use uopkit_interp::verify::{self, Verified, MAX_DIMENSION, MAX_ELEMENTS};
 
 use crate::case::{Case, Init, FORMAT};
 use crate::inputs;
@@ -70,11 +70,69 @@ impl Loaded {
     }
 }
 
-/// Reads and parses a case file.
+/// The largest case file [`read_case`] reads (256 MiB): the loader keeps the text, its JSON
+/// tree and the graph at once, so a bigger file is refused before it is read.
+pub const MAX_CASE_BYTES: u64 = 256 << 20;
+
+/// Reads and parses a case file. Only a regular file (or a symbolic link to one) of at most
+/// [`MAX_CASE_BYTES`] is read: a FIFO, device or directory is an error before it is opened,
+/// so reading never blocks.
 pub fn read_case(path: &Path) -> Result<Case, CaseError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| CaseError::new(None, format!("cannot read: {e}")).in_file(path))?;
+    let text = read_case_text(path).map_err(|r| CaseError::new(None, r).in_file(path))?;
     parse_case(&text).map_err(|e| e.in_file(path))
+}
+
+fn read_case_text(path: &Path) -> Result<String, String> {
+    use std::io::Read;
+    let meta = std::fs::metadata(path).map_err(|e| format!("cannot read: {e}"))?;
+    if !meta.is_file() {
+        return Err(format!(
+            "cannot read: not a regular file ({})",
+            file_kind(&meta.file_type())
+        ));
+    }
+    let too_big = |n: u64| {
+        format!("cannot read: the file has {n} bytes or more, over the limit of {MAX_CASE_BYTES} bytes for a case file")
+    };
+    if meta.len() > MAX_CASE_BYTES {
+        return Err(too_big(meta.len()));
+    }
+    let file = std::fs::File::open(path).map_err(|e| format!("cannot read: {e}"))?;
+    // The file may grow between the check and the read: read one byte past the limit at most.
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    file.take(MAX_CASE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read: {e}"))?;
+    if bytes.len() as u64 > MAX_CASE_BYTES {
+        return Err(too_big(bytes.len() as u64));
+    }
+    String::from_utf8(bytes).map_err(|e| format!("cannot read: not UTF-8 text: {e}"))
+}
+
+/// What kind of file system object `t` is, in words.
+pub fn file_kind(t: &std::fs::FileType) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if t.is_fifo() {
+            return "a FIFO";
+        }
+        if t.is_socket() {
+            return "a socket";
+        }
+        if t.is_block_device() || t.is_char_device() {
+            return "a device";
+        }
+    }
+    if t.is_dir() {
+        "a directory"
+    } else if t.is_symlink() {
+        "a symbolic link"
+    } else if t.is_file() {
+        "a regular file"
+    } else {
+        "not a regular file"
+    }
 }
 
 pub fn parse_case(text: &str) -> Result<Case, CaseError> {
@@ -273,17 +331,40 @@ fn topo_order(case: &Case, by_id: &BTreeMap<u64, usize>) -> Result<Vec<usize>, C
     Ok(order)
 }
 
-fn usize_list(v: &Json) -> Result<Vec<usize>, String> {
+/// A non-negative integer of a node's arg (`field` names it: `arg.size`, `arg[1]`, …) of
+/// at most `limit`; the error says which field and why.
+fn count(field: &str, v: &Json, limit: usize, what: &str) -> Result<usize, String> {
+    let Json::Number(n) = v else {
+        return Err(format!(
+            "{field}: expected a non-negative integer, found {v}"
+        ));
+    };
+    let text = n.to_string();
+    let Some(u) = n.as_u64() else {
+        let why = if text.starts_with('-') {
+            "is negative"
+        } else if text.contains(['.', 'e', 'E']) {
+            "is not an integer"
+        } else {
+            "is too large for u64"
+        };
+        return Err(format!(
+            "{field}: {text} {why} (expected a non-negative integer)"
+        ));
+    };
+    usize::try_from(u)
+        .ok()
+        .filter(|&u| u <= limit)
+        .ok_or_else(|| format!("{field}: {what} {u} is over the limit of {limit}"))
+}
+
+fn usize_list(field: &str, v: &Json, what: &str) -> Result<Vec<usize>, String> {
     let arr = v
         .as_array()
-        .ok_or_else(|| format!("expected a list of non-negative integers, found {v}"))?;
+        .ok_or_else(|| format!("{field}: expected a list of non-negative integers, found {v}"))?;
     arr.iter()
-        .map(|x| {
-            x.as_u64()
-                .and_then(|u| usize::try_from(u).ok())
-                .filter(|&u| u <= MAX_ELEMENTS.max(1 << 40))
-                .ok_or_else(|| format!("expected a non-negative integer, found {x}"))
-        })
+        .enumerate()
+        .map(|(i, x)| count(&format!("{field}[{i}]"), x, MAX_DIMENSION, what))
         .collect()
 }
 
@@ -306,7 +387,10 @@ fn device_spec(v: &Json) -> Result<DeviceSpec, String> {
 
 fn pair_of_lists(v: &Json) -> Result<(Vec<usize>, Vec<usize>), String> {
     match v.as_array().map(|a| a.as_slice()) {
-        Some([a, b]) => Ok((usize_list(a)?, usize_list(b)?)),
+        Some([a, b]) => Ok((
+            usize_list("arg[0]", a, "offset")?,
+            usize_list("arg[1]", b, "size")?,
+        )),
         _ => Err(format!("expected [[offsets…], [sizes…]], found {v}")),
     }
 }
@@ -315,34 +399,29 @@ fn pair_of_lists(v: &Json) -> Result<(Vec<usize>, Vec<usize>), String> {
 pub fn parse_arg(op: Op, dtype: DType, v: &Json) -> Result<Arg, String> {
     Ok(match op {
         Op::BUFFER | Op::PARAM => {
+            // Numbers stay JSON here, so that a size too large for u64 gets a message that
+            // names the field rather than serde's "invalid number".
             #[derive(serde::Deserialize)]
             #[serde(deny_unknown_fields)]
             struct B {
-                slot: u32,
-                size: u64,
+                slot: Json,
+                size: Json,
                 device: DeviceSpec,
             }
             let b: B = serde_json::from_value(v.clone())
                 .map_err(|e| format!("expected {{\"slot\", \"size\", \"device\"}}: {e}"))?;
-            let size = usize::try_from(b.size)
-                .ok()
-                .filter(|&s| s <= MAX_ELEMENTS)
-                .ok_or_else(|| {
-                    format!(
-                        "buffer of {} elements is over the limit of {MAX_ELEMENTS}",
-                        b.size
-                    )
-                })?;
+            let slot = count("arg.slot", &b.slot, u32::MAX as usize, "slot")?;
+            let size = count("arg.size", &b.size, MAX_ELEMENTS, "element count")?;
             Arg::Buffer {
-                slot: b.slot,
+                slot: u32::try_from(slot).map_err(|_| "arg.slot: over the limit of u32")?,
                 size,
                 device: b.device,
             }
         }
         Op::CONST => Arg::Const(literal::parse(dtype, v)?),
         Op::COPY => Arg::Device(device_spec(v)?),
-        Op::RESHAPE | Op::EXPAND => Arg::Shape(usize_list(v)?),
-        Op::PERMUTE => Arg::Perm(usize_list(v)?),
+        Op::RESHAPE | Op::EXPAND => Arg::Shape(usize_list("arg", v, "dimension")?),
+        Op::PERMUTE => Arg::Perm(usize_list("arg", v, "axis")?),
         Op::PAD | Op::SHRINK => {
             let (offsets, sizes) = pair_of_lists(v)?;
             Arg::Window { offsets, sizes }
@@ -379,7 +458,7 @@ pub fn parse_arg(op: Op, dtype: DType, v: &Json) -> Result<Arg, String> {
             }
             Arg::Reduce {
                 op: reduce_op(o)?,
-                axes: n.as_u64().ok_or("axis count must be an integer")? as usize,
+                axes: count("arg[1] (axis count)", n, MAX_DIMENSION, "axis count")?,
                 order,
             }
         }
@@ -394,15 +473,17 @@ pub fn parse_arg(op: Op, dtype: DType, v: &Json) -> Result<Arg, String> {
             }
             _ => return Err(format!("expected [op, [devices…]], found {v}")),
         },
-        Op::MSELECT => Arg::Index(
-            v.as_u64()
-                .ok_or_else(|| format!("expected a device index, found {v}"))? as usize,
-        ),
+        Op::MSELECT => Arg::Index(count(
+            "arg (device index)",
+            v,
+            MAX_DIMENSION,
+            "device index",
+        )?),
         Op::UNSHARD => {
-            let axes = if v.is_u64() {
-                vec![v.as_u64().unwrap_or(0) as usize]
+            let axes = if v.is_number() {
+                vec![count("arg (axis)", v, MAX_DIMENSION, "axis")?]
             } else {
-                usize_list(v)?
+                usize_list("arg", v, "axis")?
             };
             match axes.as_slice() {
                 [a] => Arg::Axis(*a),

@@ -17,6 +17,49 @@ pub const MAX_REDUCE_PARTS: usize = 1024;
 /// few GiB however the elements are spread over nodes.
 pub const MAX_TOTAL_ELEMENTS: usize = 1 << 28;
 
+/// The largest one dimension may be. A dimension over [`MAX_ELEMENTS`] only fits an empty
+/// value (another dimension is 0); this bound keeps the products of the non-zero dimensions
+/// of such a value (strides, counts of outer and inner positions) far from overflow.
+pub const MAX_DIMENSION: usize = 1 << 40;
+
+/// The number of elements of `shape`, or None if the product overflows `usize`.
+pub fn checked_numel(shape: &[usize]) -> Option<usize> {
+    shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d))
+}
+
+/// Checks a value's shape against the limits and returns its element count: the product
+/// (checked) is at most [`MAX_ELEMENTS`]; every dimension is at most [`MAX_DIMENSION`]; and
+/// the product of the non-zero dimensions fits `usize`, so that every stride and every
+/// prefix or suffix product an evaluator computes (even of an empty value) is exact.
+pub fn check_shape(shape: &[usize]) -> Result<usize, String> {
+    if let Some((ax, &d)) = shape.iter().enumerate().find(|(_, &d)| d > MAX_DIMENSION) {
+        return Err(format!(
+            "shape {shape:?}: dimension {ax} is {d}, over the limit of {MAX_DIMENSION} for one dimension"
+        ));
+    }
+    let extent = shape
+        .iter()
+        .filter(|&&d| d != 0)
+        .try_fold(1usize, |a, &d| a.checked_mul(d));
+    if extent.is_none() {
+        return Err(format!(
+            "shape {shape:?}: the product of its dimensions overflows (more than {MAX_ELEMENTS} elements)"
+        ));
+    }
+    match checked_numel(shape) {
+        Some(n) if n <= MAX_ELEMENTS => Ok(n),
+        _ => Err(format!(
+            "value of shape {shape:?} has more than {MAX_ELEMENTS} elements"
+        )),
+    }
+}
+
+/// The product of `dims` if it is at most [`MAX_ELEMENTS`] (used for counts that are not a
+/// value's size: the reduced-away part of a REDUCE, the outer positions of an UNSHARD).
+fn bounded_product(dims: &[usize]) -> Option<usize> {
+    checked_numel(dims).filter(|&n| n <= MAX_ELEMENTS)
+}
+
 /// What the verifier knows about a node's value.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Info {
@@ -29,8 +72,10 @@ pub struct Info {
 }
 
 impl Info {
+    /// The number of elements (saturating at `usize::MAX`; a verified value has at most
+    /// [`MAX_ELEMENTS`]).
     pub fn numel(&self) -> usize {
-        self.shape.iter().product()
+        checked_numel(&self.shape).unwrap_or(usize::MAX)
     }
 }
 
@@ -52,20 +97,13 @@ pub fn verify(g: &Graph) -> Result<Verified> {
     let mut total: usize = 0;
     for id in g.ids() {
         let info = verify_node(g, &infos, id)?;
+        // Every value's shape is bounded before anything downstream (the next node's checks,
+        // the evaluator) multiplies its dimensions.
+        let numel = check_shape(&info.shape).map_err(|r| err(g, id, r))?;
         let copies = info.device.as_ref().map_or(1, |d| d.devices().len());
-        total = total.saturating_add(info.numel().saturating_mul(copies));
+        total = total.saturating_add(numel.saturating_mul(copies));
         if total > MAX_TOTAL_ELEMENTS {
             return Err(err(g, id, format!("the graph's values have more than {MAX_TOTAL_ELEMENTS} elements in all (the oracle keeps every value)")));
-        }
-        if info.numel() > MAX_ELEMENTS {
-            return Err(err(
-                g,
-                id,
-                format!(
-                    "value of shape {:?} has more than {MAX_ELEMENTS} elements",
-                    info.shape
-                ),
-            ));
         }
         infos.push(info);
     }
@@ -378,9 +416,20 @@ fn verify_node(g: &Graph, infos: &[Info], id: NodeId) -> Result<Info> {
                     src[0].shape
                 )));
             };
-            *dim = dim
-                .checked_mul(ds.len())
-                .ok_or_else(|| e("shape overflow".into()))?;
+            *dim = dim.checked_mul(ds.len()).ok_or_else(|| {
+                e(format!(
+                    "UNSHARD of {} components along axis {axis} of {:?} overflows",
+                    ds.len(),
+                    src[0].shape
+                ))
+            })?;
+            // Gathering walks the positions before the axis once per component.
+            if bounded_product(&src[0].shape[..axis]).is_none() {
+                return Err(e(format!(
+                    "UNSHARD along axis {axis} of {:?}: more than {MAX_ELEMENTS} outer positions",
+                    src[0].shape
+                )));
+            }
             Info {
                 dtype: n.dtype,
                 shape,
@@ -452,7 +501,14 @@ fn verify_node(g: &Graph, infos: &[Info], id: NodeId) -> Result<Info> {
             // A declared order splits the reduced elements. Empty parts are meaningful (an
             // 8-way split of 5 elements), but not billions of them: the oracle keeps one
             // accumulator per part.
-            let reduced: usize = src[0].shape[..axes].iter().product();
+            // The reduced-away part is iterated (and buffered) once per output element, so it
+            // is bounded like a value even when the input is empty.
+            let reduced = bounded_product(&src[0].shape[..axes]).ok_or_else(|| {
+                e(format!(
+                    "REDUCE over axes {:?} reduces more than {MAX_ELEMENTS} elements per output element",
+                    &src[0].shape[..axes]
+                ))
+            })?;
             let most = reduced.max(MAX_REDUCE_PARTS);
             if let ReduceOrder::Split(k) | ReduceOrder::Chunks(k) = *order {
                 if k == 0 || k > most {

@@ -226,12 +226,60 @@ pub enum UbMode {
 }
 
 impl RunOpts {
-    /// `UOPKIT_KERNEL_STEP_BUDGET` if it is set to a number, else [`DEFAULT_STEP_BUDGET`].
+    /// The environment variable that sets the step budget (a non-negative integer; `_`
+    /// separators and surrounding blanks allowed).
+    pub const STEP_BUDGET_ENV: &'static str = "UOPKIT_KERNEL_STEP_BUDGET";
+
+    /// Parses a value of [`RunOpts::STEP_BUDGET_ENV`]; the error names the variable.
+    pub fn parse_step_budget(value: &str) -> Result<u64, String> {
+        let digits = value.trim().replace('_', "");
+        digits.parse().map_err(|e| {
+            format!(
+                "{}={value:?} is not a step budget (a non-negative integer below 2^64): {e}",
+                Self::STEP_BUDGET_ENV
+            )
+        })
+    }
+
+    /// The step budget the environment asks for: [`RunOpts::STEP_BUDGET_ENV`] if set, else
+    /// [`DEFAULT_STEP_BUDGET`]. A value that does not parse (or is not Unicode) is an error
+    /// naming the variable.
+    pub fn step_budget_from_env() -> Result<u64, String> {
+        match std::env::var(Self::STEP_BUDGET_ENV) {
+            Ok(s) => Self::parse_step_budget(&s),
+            Err(std::env::VarError::NotPresent) => Ok(DEFAULT_STEP_BUDGET),
+            Err(e) => Err(format!("{}: {e}", Self::STEP_BUDGET_ENV)),
+        }
+    }
+
+    /// The default options with the environment's step budget (see
+    /// [`RunOpts::step_budget_from_env`]); a bad value is an error.
+    pub fn from_env() -> Result<RunOpts, String> {
+        Ok(RunOpts {
+            step_budget: Self::step_budget_from_env()?,
+            ..RunOpts::fixed_default()
+        })
+    }
+
+    /// [`RunOpts::step_budget_from_env`] for callers that cannot fail ([`Default`]): a bad
+    /// value is reported on stderr once (like `UOPKIT_REWRITE_MAX_ITERS`) and the default
+    /// budget is used. Callers that can return an error should use [`RunOpts::from_env`].
     pub fn default_step_budget() -> u64 {
-        std::env::var("UOPKIT_KERNEL_STEP_BUDGET")
-            .ok()
-            .and_then(|s| s.trim().replace('_', "").parse().ok())
-            .unwrap_or(DEFAULT_STEP_BUDGET)
+        static BUDGET: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+        *BUDGET.get_or_init(|| {
+            Self::step_budget_from_env().unwrap_or_else(|e| {
+                eprintln!("uopkit: ignoring {e}; using {DEFAULT_STEP_BUDGET}");
+                DEFAULT_STEP_BUDGET
+            })
+        })
+    }
+
+    fn fixed_default() -> RunOpts {
+        RunOpts {
+            step_budget: DEFAULT_STEP_BUDGET,
+            seed: 0,
+            ub: UbMode::Deferred,
+        }
     }
 }
 
@@ -239,8 +287,7 @@ impl Default for RunOpts {
     fn default() -> Self {
         RunOpts {
             step_budget: Self::default_step_budget(),
-            seed: 0,
-            ub: UbMode::Deferred,
+            ..RunOpts::fixed_default()
         }
     }
 }
@@ -895,4 +942,20 @@ fn alu_x(op: Op, dt: DType, operands: &[X]) -> Result<X, Ub> {
         }
     }
     scalar::alu(op, dt, &bits[..operands.len()]).map(|b| X::E(Elem::Bits(b)))
+}
+
+#[cfg(test)]
+mod env_tests {
+    use super::RunOpts;
+
+    #[test]
+    fn step_budget_values_parse_or_name_the_variable() {
+        assert_eq!(RunOpts::parse_step_budget(" 1_000 "), Ok(1000));
+        assert_eq!(RunOpts::parse_step_budget("0"), Ok(0));
+        for bad in ["abc", "", "-1", "1.5", "18446744073709551616"] {
+            let e = RunOpts::parse_step_budget(bad).expect_err(bad);
+            assert!(e.contains("UOPKIT_KERNEL_STEP_BUDGET"), "{e}");
+            assert!(e.contains(&format!("{bad:?}")), "{e}");
+        }
+    }
 }
