@@ -565,8 +565,11 @@ fn fmt(check_only: bool, files: &[PathBuf]) -> ExitCode {
             differ += 1;
             if check_only {
                 println!("not canonical: {}", file.display());
-            } else if let Err(e) = std::fs::write(file, canonical) {
-                return bad_input(format!("{}: cannot write: {e}", file.display()));
+            } else if let Err(e) = uopkit_conformance::atomic::write_atomic(file, canonical.as_bytes()) {
+                return bad_input(format!(
+                    "{}: cannot write ({e}); the file is unchanged",
+                    file.display()
+                ));
             }
         }
     }

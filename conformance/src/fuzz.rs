@@ -374,30 +374,29 @@ fn shrink_and_write(
     })
 }
 
-/// Writes `case` to `dir/<stem>_<n>.json` for the smallest n whose file does not exist
-/// (created exclusively: an existing file is never overwritten).
+/// Writes `case` to `dir/<stem>_<n>.json` for the smallest n whose file does not exist: the
+/// text goes to a temporary file in `dir`, is synced, and is linked into place without
+/// clobbering, so an existing file is never overwritten and a reader never sees half a case.
 pub fn write_new(dir: &Path, stem: &str, case: &Case) -> Result<PathBuf, Error> {
-    std::fs::create_dir_all(dir).map_err(|source| Error::Io {
-        path: dir.to_path_buf(),
-        source,
-    })?;
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| Error::Io { path, source }
+    };
+    std::fs::create_dir_all(dir).map_err(io(dir))?;
     let text = case.to_canonical_string();
+    let mut tmp = tempfile::Builder::new()
+        .prefix(&format!(".{stem}."))
+        .suffix(".tmp")
+        .tempfile_in(dir)
+        .map_err(io(dir))?;
+    tmp.write_all(text.as_bytes()).map_err(io(tmp.path()))?;
+    tmp.as_file().sync_all().map_err(io(tmp.path()))?;
     for n in 1.. {
         let path = dir.join(format!("{stem}_{n}.json"));
-        match std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&path)
-        {
-            Ok(mut f) => {
-                f.write_all(text.as_bytes()).map_err(|source| Error::Io {
-                    path: path.clone(),
-                    source,
-                })?;
-                return Ok(path);
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(source) => return Err(Error::Io { path, source }),
+        match tmp.persist_noclobber(&path) {
+            Ok(_) => return Ok(path),
+            Err(e) if e.error.kind() == std::io::ErrorKind::AlreadyExists => tmp = e.file,
+            Err(e) => return Err(Error::Io { path, source: e.error }),
         }
     }
     unreachable!("some file name is free")

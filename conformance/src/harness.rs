@@ -334,8 +334,9 @@ pub fn load_suite(s: &Settings, reg: &Registry) -> Result<Suite, SetupError> {
             s.corpus.display()
         )));
     }
-    let files = corpus::case_files(&s.corpus)
+    let listing = corpus::list(&s.corpus)
         .map_err(|e| SetupError(format!("{}: cannot list the corpus: {e}", s.corpus.display())))?;
+    let files = listing.files;
     let all_names: Vec<String> = files.iter().map(|f| corpus::case_name(&s.corpus, f)).collect();
     let files = select(&s.corpus, files, &s.filters)?;
     let mdir = manifests_dir(&s.corpus, s.manifests.as_deref());
@@ -402,7 +403,7 @@ pub fn load_suite(s: &Settings, reg: &Registry) -> Result<Suite, SetupError> {
         cases,
         backends,
         xfail: Arc::new(xfail),
-        warnings: vec![],
+        warnings: listing.warnings,
     })
 }
 

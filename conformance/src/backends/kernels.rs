@@ -27,7 +27,7 @@ impl Backend for Kernels {
         .map_err(|e| {
             BackendError::Refused(format!("node {}: {}", job.file_id_of(e.node), e.reason))
         })?;
-        let opts = RunOpts::default();
+        let opts = RunOpts::from_env().map_err(BackendError::Failed)?;
         let trace = interpret_schedule(&sched, job.inputs, &opts).map_err(|e| {
             BackendError::Failed(format!("kernel interpreter: {e}\nschedule:\n{sched}"))
         })?;
