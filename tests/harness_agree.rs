@@ -80,7 +80,15 @@ fn check_and_the_libtest_harness_agree() {
         filters: vec![],
         open: OpenOpts::default(),
     };
-    let args = libtest_mimic::Arguments::from_iter(["harness_agree", "--test-threads", "1", "-q"]);
+    // libtest's report goes to a log file, not into this test's own output.
+    let log = corpus.parent().expect("temp dir").join("libtest.log");
+    let args = libtest_mimic::Arguments::from_iter([
+        "harness_agree",
+        "--test-threads",
+        "1",
+        "--logfile",
+        log.to_str().expect("utf-8"),
+    ]);
     let (conclusion, labels) =
         harness::libtest_run(&Registry::builtin(), &settings, &args).expect("suite loads");
     let from_libtest: std::collections::BTreeMap<String, &str> = labels.into_iter().collect();
@@ -99,6 +107,10 @@ fn check_and_the_libtest_harness_agree() {
     assert_eq!(from_libtest, want);
     assert_eq!(conclusion.num_failed, 1, "only the xpass fails under libtest");
     assert_eq!(conclusion.num_ignored, 2, "the skip and the xfail show as ignored with their reasons");
+    let log = std::fs::read_to_string(&log).expect("libtest log");
+    assert!(log.contains("xfail: its expected value is wrong on purpose"), "{log}");
+    assert!(log.contains("undefined or invalid graph: oracle-only"), "{log}");
+    assert!(log.contains("XPASS"), "{log}");
     assert!(text.contains("oracle: 2 passed, 0 failed, 1 xfail, 0 xpass, 0 skipped"), "{text}");
     assert!(text.contains("kernels: 1 passed, 0 failed, 0 xfail, 1 xpass, 1 skipped"), "{text}");
 }

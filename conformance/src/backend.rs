@@ -119,29 +119,7 @@ pub fn check_invariant_facts(f: &Facts) -> String {
 
 /// The case's expectations about the schedule, checked on the real one.
 pub fn check_schedule(exp: &ScheduleExpect, s: &Schedule, oracle: &OracleRun) -> String {
-    let facts = Facts {
-        kernels: Some(s.kernels()),
-        copies: Some(s.copies()),
-        copy_pairs: Some(
-            s.copy_pairs()
-                .iter()
-                .map(|(a, b)| (a.to_string(), b.to_string()))
-                .collect(),
-        ),
-        writes: Some(
-            s.written_graph_buffers()
-                .into_iter()
-                .map(|n| {
-                    oracle
-                        .loaded
-                        .file_id
-                        .get(n.index())
-                        .copied()
-                        .unwrap_or(u64::from(n.0))
-                })
-                .collect(),
-        ),
-    };
+    let facts = crate::backends::facts_of(s, &oracle.loaded.file_id);
     check_schedule_facts(exp, Some(&facts))
 }
 

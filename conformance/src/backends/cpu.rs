@@ -3,7 +3,7 @@
 //! worker process (`crate::worker`) unless asked for in-process mode (debugging), where the
 //! runtime still saves and restores the FP control state around every load and launch.
 
-use uopkit_compiler::{exec, schedule};
+use uopkit_compiler::exec;
 
 use super::{schedule_facts, Backend, BackendError, Job, Ran};
 
@@ -19,16 +19,7 @@ impl Backend for Cpu {
     }
 
     fn run(&self, job: &Job) -> Result<Ran, BackendError> {
-        let sched = schedule::schedule_with_opts(
-            job.graph,
-            job.verified,
-            &job.roots(),
-            &schedule::default_passes(),
-            &job.opts,
-        )
-        .map_err(|e| {
-            BackendError::Refused(format!("node {}: {}", job.file_id_of(e.node), e.reason))
-        })?;
+        let sched = super::schedule_job(job)?;
         let outputs = exec::run(&sched, job.inputs)
             .map_err(|e| BackendError::Failed(format!("{e}\nschedule:\n{sched}")))?;
         Ok(Ran {

@@ -3,7 +3,6 @@
 //! compiled code, so it stays in the harness's process; a disagreement here pins a bug to
 //! scheduling or lowering rather than to rendering.
 
-use uopkit_compiler::schedule;
 use uopkit_interp::kernel::interp::RunOpts;
 
 use super::{schedule_facts, Backend, BackendError, Job, Ran};
@@ -17,16 +16,7 @@ impl Backend for Kernels {
     }
 
     fn run(&self, job: &Job) -> Result<Ran, BackendError> {
-        let sched = schedule::schedule_with_opts(
-            job.graph,
-            job.verified,
-            &job.roots(),
-            &schedule::default_passes(),
-            &job.opts,
-        )
-        .map_err(|e| {
-            BackendError::Refused(format!("node {}: {}", job.file_id_of(e.node), e.reason))
-        })?;
+        let sched = super::schedule_job(job)?;
         let opts = RunOpts::from_env().map_err(BackendError::Failed)?;
         let trace = interpret_schedule(&sched, job.inputs, &opts).map_err(|e| {
             BackendError::Failed(format!("kernel interpreter: {e}\nschedule:\n{sched}"))

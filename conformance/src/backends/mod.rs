@@ -165,6 +165,24 @@ pub fn accepts_graph(acc: &Accepts, g: &Graph, ver: &Verified, roots: &[NodeId])
 
 /// The facts of one of uopkit's own schedules, graph buffers named by case-file id.
 pub fn schedule_facts(s: &Schedule, job: &Job) -> Facts {
+    facts_of(s, job.file_id)
+}
+
+/// Schedules a job with uopkit's compiler (default passes, the job's options); a refusal names
+/// the case-file node.
+pub fn schedule_job(job: &Job) -> Result<Schedule, BackendError> {
+    uopkit_compiler::schedule::schedule_with_opts(
+        job.graph,
+        job.verified,
+        &job.roots(),
+        &uopkit_compiler::schedule::default_passes(),
+        &job.opts,
+    )
+    .map_err(|e| BackendError::Refused(format!("node {}: {}", job.file_id_of(e.node), e.reason)))
+}
+
+/// [`schedule_facts`] with the arena → case-file id map `file_id`.
+pub fn facts_of(s: &Schedule, file_id: &[u64]) -> Facts {
     Facts {
         kernels: Some(s.kernels()),
         copies: Some(s.copies()),
@@ -177,7 +195,7 @@ pub fn schedule_facts(s: &Schedule, job: &Job) -> Facts {
         writes: Some(
             s.written_graph_buffers()
                 .into_iter()
-                .map(|n| job.file_id_of(n))
+                .map(|n| file_id.get(n.index()).copied().unwrap_or(u64::from(n.0)))
                 .collect(),
         ),
     }

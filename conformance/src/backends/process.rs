@@ -17,7 +17,6 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use uopkit_compiler::schedule;
 
 use super::{Accepts, Backend, BackendError, Job, Ran};
 use crate::protocol::{self, Answer, Hello, Level, Options, Request, ResultAnswer};
@@ -441,16 +440,7 @@ impl Backend for ProcessBackend {
                 })
             }
             Level::Kernel => {
-                let sched = schedule::schedule_with_opts(
-                    job.graph,
-                    job.verified,
-                    &job.roots(),
-                    &schedule::default_passes(),
-                    &job.opts,
-                )
-                .map_err(|e| {
-                    BackendError::Refused(format!("node {}: {}", job.file_id_of(e.node), e.reason))
-                })?;
+                let sched = super::schedule_job(job)?;
                 let req = protocol::schedule_request(id, job.case, &sched, job.inputs);
                 if let Some(why) = accepts_programs(&self.hello.accepts, &req) {
                     return Err(BackendError::Unsupported(why));
