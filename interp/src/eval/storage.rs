@@ -10,29 +10,42 @@ use super::value::Elem;
 use crate::error::{Error, Result};
 use crate::ir::{Graph, NodeId, Op};
 
-/// One version of a buffer: the elements of each device component.
-#[derive(Clone, Debug)]
-pub struct Version {
+/// One version of a buffer: the elements of each device component (`C`: how the evaluator
+/// holds them; the default is the public element lists).
+#[derive(Debug)]
+pub struct Version<C = Vec<Vec<Elem>>> {
     /// The BUFFER/PARAM node whose storage this is.
     pub buffer: NodeId,
     /// The STORE that made this version; None for the initial contents.
     pub made_by: Option<NodeId>,
-    pub comps: Rc<Vec<Vec<Elem>>>,
+    pub comps: Rc<C>,
 }
 
-#[derive(Default)]
-pub struct Versions {
+impl<C> Clone for Version<C> {
+    fn clone(&self) -> Self {
+        Version {
+            buffer: self.buffer,
+            made_by: self.made_by,
+            comps: self.comps.clone(),
+        }
+    }
+}
+
+pub struct Versions<C = Vec<Vec<Elem>>> {
     /// The version each STORE produced, and the version it started from.
-    after_store: HashMap<NodeId, (Version, Option<NodeId>)>,
+    after_store: HashMap<NodeId, (Version<C>, Option<NodeId>)>,
 }
 
-impl Versions {
-    pub fn record_store(
-        &mut self,
-        store: NodeId,
-        base: &Version,
-        comps: Vec<Vec<Elem>>,
-    ) -> Version {
+impl<C> Default for Versions<C> {
+    fn default() -> Self {
+        Versions {
+            after_store: HashMap::new(),
+        }
+    }
+}
+
+impl<C> Versions<C> {
+    pub fn record_store(&mut self, store: NodeId, base: &Version<C>, comps: C) -> Version<C> {
         let v = Version {
             buffer: base.buffer,
             made_by: Some(store),
@@ -43,7 +56,13 @@ impl Versions {
     }
 
     /// The newest version of `base.buffer` once the stores in `deps` have run.
-    pub fn after(&self, g: &Graph, at: NodeId, base: Version, deps: &[NodeId]) -> Result<Version> {
+    pub fn after(
+        &self,
+        g: &Graph,
+        at: NodeId,
+        base: Version<C>,
+        deps: &[NodeId],
+    ) -> Result<Version<C>> {
         let stores = stores_in(g, deps);
         let mut newest = base;
         for s in stores {
