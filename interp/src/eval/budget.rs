@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 
 use crate::error::{Error, Result};
 use crate::ir::{Arg, DType, Graph, NodeId, Op, ReduceOrder};
-use crate::verify::{storage_identity, Verified};
+use crate::verify::{storage_view, Verified};
 
 /// The environment variable that sets the limit.
 pub const ENV: &str = "UOPKIT_MEMORY_LIMIT";
@@ -110,10 +110,27 @@ pub(super) fn check(
             .as_ref()
             .map_or(1, |d| d.devices().len()) as u64
     };
+    // The storage identity (BUFFER/PARAM) of each storage node, memoized so that a chain of
+    // AFTERs costs its length.
+    let mut ident: Vec<Option<NodeId>> = vec![None; g.len()];
+    let identity = |ident: &[Option<NodeId>], id: NodeId| -> Option<NodeId> {
+        let (root, _) = storage_view(g, id)?;
+        match g.node(root).op {
+            Op::AFTER => ident[root.index()],
+            _ => Some(root),
+        }
+    };
     for &id in order {
         let n = g.node(id);
         let info = ver.info(id);
         let ncomp = comps_of(id);
+        let target = match n.op {
+            Op::STORE | Op::AFTER => identity(&ident, n.src[0]),
+            _ => None,
+        };
+        if n.op == Op::AFTER {
+            ident[id.index()] = target;
+        }
         let numel = info.numel() as u64;
         let src_poison = n.src.iter().any(|s| may_poison[s.index()]);
         let poison = match n.op {
@@ -124,13 +141,13 @@ pub(super) fn check(
             }
             Op::CONST => false,
             Op::STORE => {
-                if let Some(b) = storage_identity(g, n.src[0]) {
+                if let Some(b) = target {
                     let e = buffer_poison.entry(b).or_insert(true);
                     *e |= src_poison;
                 }
                 false
             }
-            Op::AFTER => match storage_identity(g, n.src[0]) {
+            Op::AFTER => match target {
                 Some(b) => buffer_poison.get(&b).copied().unwrap_or(true) || src_poison,
                 None => src_poison,
             },
@@ -150,7 +167,7 @@ pub(super) fn check(
             Op::AFTER => value.saturating_add(numel.saturating_mul(INDEX)),
             Op::STORE => {
                 // A new version of the whole buffer, the target's index map and its inverse.
-                let (buf_elems, buf_comps, dt, pb) = match storage_identity(g, n.src[0]) {
+                let (buf_elems, buf_comps, dt, pb) = match target {
                     Some(b) => (
                         ver.info(b).numel() as u64,
                         comps_of(b),

@@ -148,15 +148,9 @@ pub fn evaluate_with(
             let comps = init
                 .iter()
                 .map(|c| {
-                    Column::from_elems(
-                        dt,
-                        &c.iter()
-                            .enumerate()
-                            .map(|(i, b)| {
-                                b.map_or(Elem::Uninit { buffer: id, index: i }, Elem::Bits)
-                            })
-                            .collect::<Vec<_>>(),
-                    )
+                    Column::build_with(dt, c.len(), |i| {
+                        c[i].map_or(Elem::Uninit { buffer: id, index: i }, Elem::Bits)
+                    })
                 })
                 .collect();
             cols.insert(id, comps);
@@ -214,6 +208,7 @@ fn run(
         versions: Versions::default(),
         states: BTreeMap::new(),
         devices: BTreeMap::new(),
+        summaries: vec![None; g.len()],
     };
     for &id in order {
         ev.eval_node(id)?;
@@ -245,6 +240,9 @@ struct Evaluator<'a> {
     versions: Versions<Comps>,
     states: BTreeMap<NodeId, ViewState>,
     devices: BTreeMap<NodeId, DeviceSpec>,
+    /// Per STORE/GROUP/SINK/AFTER: the newest store per buffer among the stores it stands
+    /// for ([`storage::stores_in`]), so an AFTER does not walk nested dependencies again.
+    summaries: Vec<Option<Rc<storage::Summary>>>,
 }
 
 impl Evaluator<'_> {
@@ -327,21 +325,32 @@ impl Evaluator<'_> {
             }
             Op::STORE => {
                 self.eval_store(id)?;
+                self.summaries[id.index()] = Some(Rc::new(self.versions.store_summary(id)));
                 None
             }
             Op::AFTER => match storage_view(g, n.src[0]) {
                 Some((root, chain)) => {
                     let base = self.root_state(root)?;
-                    let version = self.versions.after(g, id, base.version.clone(), &n.src[1..])?;
+                    let deps = self.summary_of(&n.src[1..]);
+                    self.summaries[id.index()] = Some(deps.clone());
+                    let version =
+                        self.versions
+                            .after_summary(g, id, base.version.clone(), &deps)?;
                     let mut state = self.through(base, &chain)?;
                     state.version = version;
                     let v = self.view_value(&state);
                     self.states.insert(id, state);
                     Some(v)
                 }
-                None => Some((*self.val(n.src[0])?).clone()),
+                None => {
+                    self.summaries[id.index()] = Some(self.summary_of(&n.src[1..]));
+                    Some((*self.val(n.src[0])?).clone())
+                }
             },
-            Op::SINK | Op::GROUP => None,
+            Op::SINK | Op::GROUP => {
+                self.summaries[id.index()] = Some(self.summary_of(&n.src));
+                None
+            }
             Op::CONTIGUOUS | Op::DETACH => Some((*self.val(n.src[0])?).clone()),
             Op::COPY => {
                 let x = self.val(n.src[0])?;
@@ -470,6 +479,23 @@ impl Evaluator<'_> {
         };
         self.values[id.index()] = v.map(Rc::new);
         Ok(())
+    }
+
+    /// The summary of the stores that `deps` stand for.
+    fn summary_of(&self, deps: &[NodeId]) -> Rc<storage::Summary> {
+        let mut parts = deps.iter().filter_map(|d| self.summaries[d.index()].as_ref());
+        let Some(first) = parts.next() else {
+            return Rc::new(BTreeMap::new());
+        };
+        let mut acc: Option<storage::Summary> = None;
+        for p in parts {
+            let a = acc.get_or_insert_with(|| (**first).clone());
+            self.versions.merge(a, p);
+        }
+        match acc {
+            Some(a) => Rc::new(a),
+            None => first.clone(),
+        }
     }
 
     fn root_state(&self, root: NodeId) -> Result<ViewState> {
