@@ -445,7 +445,7 @@ impl Evaluator<'_> {
                     .iter()
                     .enumerate()
                     .map(|(c, comp)| {
-                        let stored = if comp.is_splat() { 1 } else { comp.len() };
+                        let stored = comp.words().len();
                         let mut col = Column::build(to, stored, |i| match comp.get(i) {
                             Elem::Bits(b) if n.op == Op::CAST => scalar::cast(from, to, b)
                                 .map(Elem::Bits)
@@ -674,6 +674,13 @@ impl Evaluator<'_> {
         red_n: usize,
         order: &ReduceOrder,
     ) -> Result<Column> {
+        let dense;
+        let comp = if comp.is_repeat() {
+            dense = comp.dense();
+            &dense
+        } else {
+            comp
+        };
         if let Some(col) = fast::reduce(op, dt, comp, out_n, red_n, order) {
             return Ok(col);
         }
@@ -698,9 +705,21 @@ impl Evaluator<'_> {
         let ncomp = srcs.iter().map(|s| s.comps.len()).max().unwrap_or(1);
         let mut comps = Vec::with_capacity(ncomp);
         for c in 0..ncomp {
+            // Repeats (EXPANDed values) are expanded here; splats stay broadcasts.
+            let dense: Vec<Option<Column>> = srcs
+                .iter()
+                .map(|s| {
+                    let col = &s.comps[if s.comps.len() == 1 { 0 } else { c }];
+                    col.is_repeat().then(|| col.dense())
+                })
+                .collect();
             let cols: Vec<&Column> = srcs
                 .iter()
-                .map(|s| s.comps[if s.comps.len() == 1 { 0 } else { c }].as_ref())
+                .zip(&dense)
+                .map(|(s, d)| match d {
+                    Some(d) => d,
+                    None => s.comps[if s.comps.len() == 1 { 0 } else { c }].as_ref(),
+                })
                 .collect();
             // An operand of shape () broadcasts; so does a splat column.
             let strides: Vec<usize> = srcs

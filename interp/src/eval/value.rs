@@ -246,9 +246,15 @@ impl Column {
         self.len == 0
     }
 
-    /// Whether one stored element stands for all.
+    /// Whether the stored words are not one per element: a splat (one word for all) or a
+    /// repeat (the stored words over and over: an EXPAND of a value).
     pub fn is_splat(&self) -> bool {
         self.bits.len() != self.len
+    }
+
+    /// Whether the stored words repeat with a period of more than one element.
+    pub(crate) fn is_repeat(&self) -> bool {
+        self.is_splat() && self.bits.len() > 1
     }
 
     /// The stored words (one for a splat).
@@ -261,16 +267,26 @@ impl Column {
         self.poison.is_some()
     }
 
-    /// The stride of element i in the stored words (0 for a splat).
+    /// The stride of element i in the stored words (0 for a splat; not for a repeat).
     #[inline]
     pub(crate) fn stride(&self) -> usize {
         usize::from(!self.is_splat())
     }
 
+    /// The stored word of element i.
+    #[inline]
+    fn slot(&self, i: usize) -> usize {
+        if self.is_splat() {
+            i % self.bits.len()
+        } else {
+            i
+        }
+    }
+
     /// Element `i`.
     #[inline]
     pub fn get(&self, i: usize) -> Elem {
-        let j = i * self.stride();
+        let j = self.slot(i);
         match &self.poison {
             Some(p) if p[j] != DEFINED => unpack_origin(p[j]),
             _ => Elem::Bits(self.bits.get(j)),
@@ -284,7 +300,7 @@ impl Column {
         if self.len == 0 {
             return None;
         }
-        Some((if self.is_splat() { 0 } else { j }, unpack_origin(p[j])))
+        Some((j, unpack_origin(p[j])))
     }
 
     /// All elements as [`Elem`]s (the public form).
@@ -302,18 +318,12 @@ impl Column {
         if !self.is_splat() {
             return self.clone();
         }
-        let b = self.bits.get(0);
-        let mut bits = match &self.bits {
-            Words::W32(_) => Words::W32(Vec::with_capacity(self.len)),
-            Words::W64(_) => Words::W64(Vec::with_capacity(self.len)),
-        };
-        for _ in 0..self.len {
-            bits.push(b);
-        }
+        let times = self.len / self.bits.len().max(1);
+        let bits = self.bits.map_vec(|v| v.repeat(times), |v| v.repeat(times));
         Column {
             len: self.len,
             bits,
-            poison: self.poison.as_ref().map(|p| vec![p[0]; self.len]),
+            poison: self.poison.as_ref().map(|p| p.repeat(times)),
         }
     }
 
@@ -325,7 +335,9 @@ impl Column {
             c.len = out_len;
             return c;
         }
-        if self.is_splat() && op != Op::PAD {
+        if op == Op::EXPAND || (self.is_splat() && !self.is_repeat() && op != Op::PAD) {
+            // EXPAND prepends axes: element i is element i mod (source length), so the stored
+            // words repeat (their period divides the source length).
             let mut c = self.clone();
             c.len = out_len;
             if out_len == 0 {
@@ -333,6 +345,11 @@ impl Column {
                 c.poison = c.poison.map(|_| vec![]);
             }
             return c;
+        }
+        if self.is_repeat() {
+            if let Some(c) = self.repeat_movement(op, arg, shape) {
+                return c;
+            }
         }
         let d = self.dense();
         let bits = d.bits.map_vec(
@@ -351,15 +368,37 @@ impl Column {
         }
     }
 
+    /// PERMUTE/SHRINK/FLIP of a repeat whose period is the size of a suffix of `shape`'s
+    /// axes: the leading axes then only select a repetition, so the result gathers from the
+    /// stored words directly with those axes' strides taken as 0 (no dense copy first).
+    fn repeat_movement(&self, op: crate::ir::Op, arg: &crate::ir::Arg, shape: &[usize]) -> Option<Column> {
+        let p = self.bits.len();
+        let k = (0..=shape.len()).find(|&k| shape[k..].iter().product::<usize>() == p)?;
+        let bits = match &self.bits {
+            Words::W32(v) => Words::W32(super::movement::apply_periodic(op, arg, shape, k, v)?),
+            Words::W64(v) => Words::W64(super::movement::apply_periodic(op, arg, shape, k, v)?),
+        };
+        let poison = match &self.poison {
+            Some(q) => Some(super::movement::apply_periodic(op, arg, shape, k, q)?),
+            None => None,
+        }
+        .filter(|q| q.iter().any(|&w| w != DEFINED));
+        Some(Column {
+            len: bits.len(),
+            bits,
+            poison,
+        })
+    }
+
     /// The elements at `idx` (a view's buffer elements).
     pub(crate) fn gather(&self, idx: &[u32]) -> Column {
-        let s = self.stride();
+        let slot = |i: u32| self.slot(i as usize);
         let bits = self.bits.map_vec(
-            |v| idx.iter().map(|&i| v[i as usize * s]).collect(),
-            |v| idx.iter().map(|&i| v[i as usize * s]).collect(),
+            |v| idx.iter().map(|&i| v[slot(i)]).collect(),
+            |v| idx.iter().map(|&i| v[slot(i)]).collect(),
         );
         let poison = self.poison.as_ref().and_then(|p| {
-            let q: Vec<u64> = idx.iter().map(|&i| p[i as usize * s]).collect();
+            let q: Vec<u64> = idx.iter().map(|&i| p[slot(i)]).collect();
             q.iter().any(|&w| w != DEFINED).then_some(q)
         });
         Column {
