@@ -43,7 +43,13 @@ fn buffer(g: &mut Graph, slot: u32, size: usize) -> NodeId {
 }
 
 fn f32c(g: &mut Graph, x: f32) -> NodeId {
-    add(g, Op::CONST, DType::Float32, &[], Arg::Const(u64::from(x.to_bits())))
+    add(
+        g,
+        Op::CONST,
+        DType::Float32,
+        &[],
+        Arg::Const(u64::from(x.to_bits())),
+    )
 }
 
 fn reduce(g: &mut Graph, x: NodeId, axes: usize) -> NodeId {
@@ -64,7 +70,9 @@ fn data(n: usize, seed: u64) -> Vec<Option<u64>> {
     let mut s = seed;
     (0..n)
         .map(|_| {
-            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             let x = ((s >> 40) as f32) / (1u64 << 24) as f32 - 0.5;
             Some(u64::from(x.to_bits()))
         })
@@ -110,13 +118,55 @@ fn main() {
             let b = buffer(&mut g, 1, n * n);
             inputs.insert(a, vec![data(n * n, 1)]);
             inputs.insert(b, vec![data(n * n, 2)]);
-            let a2 = add(&mut g, Op::RESHAPE, DType::Float32, &[a], Arg::Shape(vec![n, n])); // [i,k]
-            let ak = add(&mut g, Op::PERMUTE, DType::Float32, &[a2], Arg::Perm(vec![1, 0])); // [k,i]
-            let ae = add(&mut g, Op::EXPAND, DType::Float32, &[ak], Arg::Shape(vec![n])); // [j,k,i]
-            let ae = add(&mut g, Op::PERMUTE, DType::Float32, &[ae], Arg::Perm(vec![1, 2, 0])); // [k,i,j]
-            let b2 = add(&mut g, Op::RESHAPE, DType::Float32, &[b], Arg::Shape(vec![n, n])); // [k,j]
-            let be = add(&mut g, Op::EXPAND, DType::Float32, &[b2], Arg::Shape(vec![n])); // [i,k,j]
-            let be = add(&mut g, Op::PERMUTE, DType::Float32, &[be], Arg::Perm(vec![1, 0, 2])); // [k,i,j]
+            let a2 = add(
+                &mut g,
+                Op::RESHAPE,
+                DType::Float32,
+                &[a],
+                Arg::Shape(vec![n, n]),
+            ); // [i,k]
+            let ak = add(
+                &mut g,
+                Op::PERMUTE,
+                DType::Float32,
+                &[a2],
+                Arg::Perm(vec![1, 0]),
+            ); // [k,i]
+            let ae = add(
+                &mut g,
+                Op::EXPAND,
+                DType::Float32,
+                &[ak],
+                Arg::Shape(vec![n]),
+            ); // [j,k,i]
+            let ae = add(
+                &mut g,
+                Op::PERMUTE,
+                DType::Float32,
+                &[ae],
+                Arg::Perm(vec![1, 2, 0]),
+            ); // [k,i,j]
+            let b2 = add(
+                &mut g,
+                Op::RESHAPE,
+                DType::Float32,
+                &[b],
+                Arg::Shape(vec![n, n]),
+            ); // [k,j]
+            let be = add(
+                &mut g,
+                Op::EXPAND,
+                DType::Float32,
+                &[b2],
+                Arg::Shape(vec![n]),
+            ); // [i,k,j]
+            let be = add(
+                &mut g,
+                Op::PERMUTE,
+                DType::Float32,
+                &[be],
+                Arg::Perm(vec![1, 0, 2]),
+            ); // [k,i,j]
             let p = add(&mut g, Op::MUL, DType::Float32, &[ae, be], Arg::None);
             vec![reduce(&mut g, p, 1)]
         }
@@ -137,14 +187,38 @@ fn main() {
             for i in 0..n {
                 let c = f32c(&mut g, i as f32);
                 let (target, shape) = if case == "viewchain" {
-                    let r = add(&mut g, Op::RESHAPE, DType::Float32, &[cur], Arg::Shape(vec![4, 4]));
-                    let p = add(&mut g, Op::PERMUTE, DType::Float32, &[r], Arg::Perm(vec![1, 0]));
-                    let f = add(&mut g, Op::RESHAPE, DType::Float32, &[p], Arg::Shape(vec![16]));
+                    let r = add(
+                        &mut g,
+                        Op::RESHAPE,
+                        DType::Float32,
+                        &[cur],
+                        Arg::Shape(vec![4, 4]),
+                    );
+                    let p = add(
+                        &mut g,
+                        Op::PERMUTE,
+                        DType::Float32,
+                        &[r],
+                        Arg::Perm(vec![1, 0]),
+                    );
+                    let f = add(
+                        &mut g,
+                        Op::RESHAPE,
+                        DType::Float32,
+                        &[p],
+                        Arg::Shape(vec![16]),
+                    );
                     (f, 16)
                 } else {
                     (cur, 16)
                 };
-                let v = add(&mut g, Op::EXPAND, DType::Float32, &[c], Arg::Shape(vec![shape]));
+                let v = add(
+                    &mut g,
+                    Op::EXPAND,
+                    DType::Float32,
+                    &[c],
+                    Arg::Shape(vec![shape]),
+                );
                 let s = add(&mut g, Op::STORE, DType::Void, &[target, v], Arg::None);
                 let deps: Vec<NodeId> = match (case, prev_after) {
                     ("nest", Some(p)) => vec![target, s, p],

@@ -20,7 +20,10 @@ fn add(g: &mut Graph, op: Op, src: &[NodeId], arg: Arg) -> NodeId {
 }
 
 fn main() {
-    let log2: u32 = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(24);
+    let log2: u32 = std::env::args()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(24);
     let n = 1usize << log2;
     let mut g = Graph::new();
     let x = add(
@@ -33,8 +36,18 @@ fn main() {
             device: DeviceSpec::Single(Device::cpu(0)),
         },
     );
-    let two = add(&mut g, Op::CONST, &[], Arg::Const(u64::from(2f32.to_bits())));
-    let one = add(&mut g, Op::CONST, &[], Arg::Const(u64::from(1f32.to_bits())));
+    let two = add(
+        &mut g,
+        Op::CONST,
+        &[],
+        Arg::Const(u64::from(2f32.to_bits())),
+    );
+    let one = add(
+        &mut g,
+        Op::CONST,
+        &[],
+        Arg::Const(u64::from(1f32.to_bits())),
+    );
     let m = add(&mut g, Op::MUL, &[x, two], Arg::None);
     let y = add(&mut g, Op::ADD, &[m, one], Arg::None);
     let sum = |g: &mut Graph, v| {
@@ -55,7 +68,9 @@ fn main() {
     let mut seed = 1u64;
     let bits: Vec<u32> = (0..n)
         .map(|_| {
-            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             (((seed >> 40) as f32) / (1u64 << 24) as f32 - 0.5).to_bits()
         })
         .collect();

@@ -14,7 +14,10 @@ struct Rng(u64);
 
 impl Rng {
     fn below(&mut self, n: usize) -> usize {
-        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         ((self.0 >> 33) as usize) % n.max(1)
     }
 }
@@ -48,7 +51,10 @@ fn random_move(r: &mut Rng, shape: &[usize]) -> (Op, Arg) {
                 .collect();
             (Op::SHRINK, Arg::Window { offsets, sizes })
         }
-        3 if rank > 0 => (Op::FLIP, Arg::Flip((0..rank).map(|_| r.below(2) == 1).collect())),
+        3 if rank > 0 => (
+            Op::FLIP,
+            Arg::Flip((0..rank).map(|_| r.below(2) == 1).collect()),
+        ),
         4 if rank > 0 => {
             let offsets: Vec<usize> = shape.iter().map(|_| r.below(2)).collect();
             let sizes = shape
@@ -61,8 +67,14 @@ fn random_move(r: &mut Rng, shape: &[usize]) -> (Op, Arg) {
         _ => {
             let n: usize = shape.iter().product();
             // Split the flat size into two factors when possible.
-            let d = (1..=n).filter(|d| n % d == 0).nth(r.below(3)).unwrap_or(1);
-            (Op::RESHAPE, Arg::Shape(if n == 0 { vec![0] } else { vec![d, n / d] }))
+            let d = (1..=n)
+                .filter(|d| n.is_multiple_of(*d))
+                .nth(r.below(3))
+                .unwrap_or(1);
+            (
+                Op::RESHAPE,
+                Arg::Shape(if n == 0 { vec![0] } else { vec![d, n / d] }),
+            )
         }
     }
 }
@@ -92,7 +104,15 @@ fn compact_values_equal_moved_element_lists() {
         let elems: Vec<Elem> = init
             .iter()
             .enumerate()
-            .map(|(i, x)| x.map_or(Elem::Uninit { buffer: b, index: i }, Elem::Bits))
+            .map(|(i, x)| {
+                x.map_or(
+                    Elem::Uninit {
+                        buffer: b,
+                        index: i,
+                    },
+                    Elem::Bits,
+                )
+            })
             .collect();
         reference.insert(b, (vec![size], elems));
         let mut cur = b;
@@ -106,7 +126,9 @@ fn compact_values_equal_moved_element_lists() {
                 let out: Vec<Elem> = data
                     .iter()
                     .map(|e| match e {
-                        Elem::Bits(x) => Elem::Bits(scalar::alu(Op::ADD, dt, &[*x, 1]).expect("defined")),
+                        Elem::Bits(x) => {
+                            Elem::Bits(scalar::alu(Op::ADD, dt, &[*x, 1]).expect("defined"))
+                        }
                         p => *p,
                     })
                     .collect();
@@ -138,7 +160,12 @@ fn compact_values_equal_moved_element_lists() {
             let v = ev.value(n).expect("has a value");
             let (shape, want) = &reference[&n];
             assert_eq!(&v.shape, shape, "case {case} node {n}");
-            assert_eq!(&v.data.components()[0], want, "case {case} node {n} ({})", g.node(n).op);
+            assert_eq!(
+                &v.data.components()[0],
+                want,
+                "case {case} node {n} ({})",
+                g.node(n).op
+            );
             let c = ev.compact(n).expect("has a value");
             assert_eq!(&c.comps[0].to_elems(), want, "case {case} node {n}");
         }

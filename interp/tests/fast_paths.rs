@@ -29,14 +29,30 @@ impl Rng {
 }
 
 const EDGES: [u32; 24] = [
-    0x0000_0000, 0x8000_0000, // ±0
-    0x7f80_0000, 0xff80_0000, // ±inf
-    0x7fc0_0000, 0xffc0_0000, 0x7fc0_0001, 0xffff_ffff, // quiet NaNs, payloads, sign
-    0x7f80_0001, 0xff80_0001, 0x7fa0_0000, // signalling NaNs
-    0x0000_0001, 0x8000_0001, 0x007f_ffff, 0x807f_ffff, 0x0040_0000, // subnormals
-    0x0080_0000, 0x8080_0000, // smallest normals
-    0x7f7f_ffff, 0xff7f_ffff, // largest finite
-    0x3f80_0000, 0xbf80_0000, 0x3f80_0001, 0x3380_0000, // 1, -1, 1+ulp, 2^-24
+    0x0000_0000,
+    0x8000_0000, // ±0
+    0x7f80_0000,
+    0xff80_0000, // ±inf
+    0x7fc0_0000,
+    0xffc0_0000,
+    0x7fc0_0001,
+    0xffff_ffff, // quiet NaNs, payloads, sign
+    0x7f80_0001,
+    0xff80_0001,
+    0x7fa0_0000, // signalling NaNs
+    0x0000_0001,
+    0x8000_0001,
+    0x007f_ffff,
+    0x807f_ffff,
+    0x0040_0000, // subnormals
+    0x0080_0000,
+    0x8080_0000, // smallest normals
+    0x7f7f_ffff,
+    0xff7f_ffff, // largest finite
+    0x3f80_0000,
+    0xbf80_0000,
+    0x3f80_0001,
+    0x3380_0000, // 1, -1, 1+ulp, 2^-24
 ];
 
 /// One float32 operand: random bits, an edge value, a small-exponent value, or a
@@ -44,7 +60,7 @@ const EDGES: [u32; 24] = [
 fn f32_operand(r: &mut Rng) -> u32 {
     match r.below(8) {
         0 => EDGES[r.below(EDGES.len() as u64) as usize],
-        1 => (r.next() as u32) & 0x807f_ffff,                 // subnormal or zero
+        1 => (r.next() as u32) & 0x807f_ffff, // subnormal or zero
         2 => ((r.next() as u32) & 0x83ff_ffff) | 0x3c00_0000, // near 1
         _ => r.next() as u32,
     }
@@ -66,7 +82,9 @@ fn f32_pair(r: &mut Rng) -> (u32, u32) {
         }
         // Short significands: products of 12-bit significands are exact in 24 bits or ties.
         1 => {
-            let m = |r: &mut Rng| ((r.next() as u32) & 0x7f_f000) | 0x3f00_0000 | (r.below(4) as u32) << 23;
+            let m = |r: &mut Rng| {
+                ((r.next() as u32) & 0x7f_f000) | 0x3f00_0000 | (r.below(4) as u32) << 23
+            };
             (m(r), m(r) ^ ((r.below(2) as u32) << 31))
         }
         // Same magnitude, opposite signs (cancellation, x - x).
@@ -119,7 +137,11 @@ fn check(op: Op, dt: DType, out_dt: DType, cols: &[Vec<u64>]) {
         .iter()
         .enumerate()
         .map(|(k, c)| {
-            let odt = if op == Op::WHERE && k == 0 { DType::Bool } else { dt };
+            let odt = if op == Op::WHERE && k == 0 {
+                DType::Bool
+            } else {
+                dt
+            };
             if c.len() == 1 {
                 add(&mut g, Op::CONST, odt, &[], Arg::Const(c[0]))
             } else {
@@ -135,7 +157,10 @@ fn check(op: Op, dt: DType, out_dt: DType, cols: &[Vec<u64>]) {
     let got = bits(ev.output(&g, r).expect("defined"));
     assert_eq!(got.len(), n);
     for i in 0..n {
-        let ops: Vec<u64> = cols.iter().map(|c| c[if c.len() == 1 { 0 } else { i }]).collect();
+        let ops: Vec<u64> = cols
+            .iter()
+            .map(|c| c[if c.len() == 1 { 0 } else { i }])
+            .collect();
         let want = scalar::alu(op, dt, &ops).expect("defined");
         assert_eq!(
             got[i], want,
@@ -147,9 +172,18 @@ fn check(op: Op, dt: DType, out_dt: DType, cols: &[Vec<u64>]) {
 
 #[test]
 fn float32_binary_ops_match_the_exact_path() {
-    for (seed, op) in [Op::ADD, Op::SUB, Op::MUL, Op::FDIV, Op::MAX, Op::CMPLT, Op::CMPNE, Op::CMPEQ]
-        .into_iter()
-        .enumerate()
+    for (seed, op) in [
+        Op::ADD,
+        Op::SUB,
+        Op::MUL,
+        Op::FDIV,
+        Op::MAX,
+        Op::CMPLT,
+        Op::CMPNE,
+        Op::CMPEQ,
+    ]
+    .into_iter()
+    .enumerate()
     {
         let mut r = Rng(seed as u64 + 1);
         let (a, b): (Vec<u64>, Vec<u64>) = (0..N)
@@ -162,12 +196,26 @@ fn float32_binary_ops_match_the_exact_path() {
                 }
             })
             .unzip();
-        let out = if op.is_comparison() { DType::Bool } else { DType::Float32 };
+        let out = if op.is_comparison() {
+            DType::Bool
+        } else {
+            DType::Float32
+        };
         check(op, DType::Float32, out, &[a.clone(), b.clone()]);
         // Broadcast operands (the stride-0 paths).
         for &e in &EDGES[..6] {
-            check(op, DType::Float32, out, &[a[..2000].to_vec(), vec![u64::from(e)]]);
-            check(op, DType::Float32, out, &[vec![u64::from(e)], b[..2000].to_vec()]);
+            check(
+                op,
+                DType::Float32,
+                out,
+                &[a[..2000].to_vec(), vec![u64::from(e)]],
+            );
+            check(
+                op,
+                DType::Float32,
+                out,
+                &[vec![u64::from(e)], b[..2000].to_vec()],
+            );
         }
     }
 }
@@ -190,7 +238,16 @@ fn float32_unary_ops_match_the_exact_path() {
 #[test]
 fn int32_ops_and_where_match_the_exact_path() {
     let ops = [
-        Op::ADD, Op::SUB, Op::MUL, Op::AND, Op::OR, Op::XOR, Op::CMPNE, Op::CMPEQ, Op::CMPLT, Op::MAX,
+        Op::ADD,
+        Op::SUB,
+        Op::MUL,
+        Op::AND,
+        Op::OR,
+        Op::XOR,
+        Op::CMPNE,
+        Op::CMPEQ,
+        Op::CMPLT,
+        Op::MAX,
     ];
     for dt in [DType::Int32, DType::UInt32] {
         for (seed, op) in ops.into_iter().enumerate() {
@@ -213,8 +270,18 @@ fn int32_ops_and_where_match_the_exact_path() {
     let c: Vec<u64> = (0..N).map(|_| r.below(2)).collect();
     let a: Vec<u64> = (0..N).map(|_| u64::from(f32_operand(&mut r))).collect();
     let b: Vec<u64> = (0..N).map(|_| u64::from(f32_operand(&mut r))).collect();
-    check(Op::WHERE, DType::Float32, DType::Float32, &[c.clone(), a.clone(), b]);
-    check(Op::WHERE, DType::Float32, DType::Float32, &[c, a, vec![0x7fc0_0001]]);
+    check(
+        Op::WHERE,
+        DType::Float32,
+        DType::Float32,
+        &[c.clone(), a.clone(), b],
+    );
+    check(
+        Op::WHERE,
+        DType::Float32,
+        DType::Float32,
+        &[c, a, vec![0x7fc0_0001]],
+    );
 }
 
 #[test]
@@ -235,7 +302,13 @@ fn float32_sequential_reductions_match_the_exact_fold() {
                 .collect();
             let mut g = Graph::new();
             let b = buffer(&mut g, 0, red * out, DType::Float32);
-            let v = add(&mut g, Op::RESHAPE, DType::Float32, &[b], Arg::Shape(vec![red, out]));
+            let v = add(
+                &mut g,
+                Op::RESHAPE,
+                DType::Float32,
+                &[b],
+                Arg::Shape(vec![red, out]),
+            );
             let s = add(
                 &mut g,
                 Op::REDUCE,
@@ -254,7 +327,8 @@ fn float32_sequential_reductions_match_the_exact_fold() {
             for o in 0..out {
                 let mut acc = eval::reduce_identity(op, DType::Float32);
                 for k in 0..red {
-                    acc = scalar::alu(op, DType::Float32, &[acc, xs[k * out + o]]).expect("defined");
+                    acc =
+                        scalar::alu(op, DType::Float32, &[acc, xs[k * out + o]]).expect("defined");
                 }
                 assert_eq!(got[o], acc, "{op} output {o}");
             }

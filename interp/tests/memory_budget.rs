@@ -33,7 +33,13 @@ fn a_graph_over_the_limit_is_refused_before_allocating() {
     // 2^27 float32 elements: NEG of an (uninitialized) buffer, under a 1 GiB limit.
     let mut g = Graph::new();
     let n = 1usize << 27;
-    let b = buffer(&mut g, 0, n, DType::Float32, DeviceSpec::Single(Device::cpu(0)));
+    let b = buffer(
+        &mut g,
+        0,
+        n,
+        DType::Float32,
+        DeviceSpec::Single(Device::cpu(0)),
+    );
     let neg = add(&mut g, Op::NEG, DType::Float32, &[b], Arg::None);
     let ver = verify(&g).expect("verifies");
     let start = Instant::now();
@@ -68,7 +74,13 @@ fn a_graph_over_the_limit_is_refused_before_allocating() {
 #[test]
 fn a_graph_under_the_limit_runs() {
     let mut g = Graph::new();
-    let b = buffer(&mut g, 0, 4, DType::Float32, DeviceSpec::Single(Device::cpu(0)));
+    let b = buffer(
+        &mut g,
+        0,
+        4,
+        DType::Float32,
+        DeviceSpec::Single(Device::cpu(0)),
+    );
     let neg = add(&mut g, Op::NEG, DType::Float32, &[b], Arg::None);
     let ver = verify(&g).expect("verifies");
     let inputs = BTreeMap::from([(b, vec![vec![Some(0x3f80_0000); 4]])]);
@@ -85,7 +97,10 @@ fn a_graph_under_the_limit_runs() {
     let cols = BTreeMap::from([(b, vec![Column::from_u32(vec![0x3f80_0000; 4])])]);
     let ev = eval::evaluate_columns(&g, &ver, cols, &[neg], &opts).expect("runs");
     let c = ev.output_compact(&g, neg).expect("defined");
-    assert_eq!(c.comps[0].to_elems(), vec![eval::Elem::Bits(0xbf80_0000); 4]);
+    assert_eq!(
+        c.comps[0].to_elems(),
+        vec![eval::Elem::Bits(0xbf80_0000); 4]
+    );
     // A tiny limit refuses it.
     let opts = Options {
         memory_limit: Some(8),
@@ -116,10 +131,13 @@ fn multi_device_ub_names_the_device_and_the_per_device_element() {
     let ver = verify(&g).expect("verifies");
     let inputs = BTreeMap::from([(
         b,
-        vec![vec![Some(1), Some(2), Some(3)], vec![Some(4), Some(5), None]],
+        vec![
+            vec![Some(1), Some(2), Some(3)],
+            vec![Some(4), Some(5), None],
+        ],
     )]);
     let ev = eval::evaluate(&g, &ver, &inputs, &[sum]).expect("runs");
-    let err = ev.output(&g, sum).err().expect("uninitialized");
+    let err = ev.output(&g, sum).expect_err("uninitialized");
     match &err {
         Error::Ub {
             node,

@@ -159,8 +159,15 @@ pub(super) fn check(
             .saturating_mul(elem_bytes(info.dtype, poison));
         let cost = match n.op {
             // Values shared with their source (no element is copied).
-            Op::SINK | Op::GROUP | Op::CONST | Op::CONTIGUOUS | Op::DETACH | Op::RESHAPE
-            | Op::MSELECT | Op::MSTACK | Op::COPY => 0,
+            Op::SINK
+            | Op::GROUP
+            | Op::CONST
+            | Op::CONTIGUOUS
+            | Op::DETACH
+            | Op::RESHAPE
+            | Op::MSELECT
+            | Op::MSTACK
+            | Op::COPY => 0,
             // The initial version; its value shares it.
             Op::BUFFER | Op::PARAM => value,
             // The gathered view and its index map.
@@ -224,7 +231,12 @@ pub(super) fn check(
 
 /// Bytes, for messages: exact count with a binary-unit approximation.
 pub fn human(bytes: u64) -> String {
-    const UNITS: [(&str, u64); 4] = [("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)];
+    const UNITS: [(&str, u64); 4] = [
+        ("TiB", 1 << 40),
+        ("GiB", 1 << 30),
+        ("MiB", 1 << 20),
+        ("KiB", 1 << 10),
+    ];
     for (u, s) in UNITS {
         if bytes >= s {
             return format!("{bytes} bytes ({:.2} {u})", bytes as f64 / s as f64);

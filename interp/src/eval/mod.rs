@@ -149,7 +149,13 @@ pub fn evaluate_with(
                 .iter()
                 .map(|c| {
                     Column::build_with(dt, c.len(), |i| {
-                        c[i].map_or(Elem::Uninit { buffer: id, index: i }, Elem::Bits)
+                        c[i].map_or(
+                            Elem::Uninit {
+                                buffer: id,
+                                index: i,
+                            },
+                            Elem::Bits,
+                        )
                     })
                 })
                 .collect();
@@ -431,8 +437,10 @@ impl Evaluator<'_> {
                     .iter()
                     .enumerate()
                     .map(|(c, comp)| {
-                        self.reduce_column(id, x.multi, c, op, info.dtype, comp, out_n, red_n, order)
-                            .map(Rc::new)
+                        self.reduce_column(
+                            id, x.multi, c, op, info.dtype, comp, out_n, red_n, order,
+                        )
+                        .map(Rc::new)
                     })
                     .collect::<Result<Vec<_>>>()?;
                 Some(self.compact(id, x.multi, comps))
@@ -483,7 +491,9 @@ impl Evaluator<'_> {
 
     /// The summary of the stores that `deps` stand for.
     fn summary_of(&self, deps: &[NodeId]) -> Rc<storage::Summary> {
-        let mut parts = deps.iter().filter_map(|d| self.summaries[d.index()].as_ref());
+        let mut parts = deps
+            .iter()
+            .filter_map(|d| self.summaries[d.index()].as_ref());
         let Some(first) = parts.next() else {
             return Rc::new(BTreeMap::new());
         };
@@ -571,7 +581,11 @@ impl Evaluator<'_> {
                 Some(m) => Rc::new(c.gather(m)),
             })
             .collect();
-        let comps = if multi { comps } else { comps.into_iter().take(1).collect() };
+        let comps = if multi {
+            comps
+        } else {
+            comps.into_iter().take(1).collect()
+        };
         Compact {
             dtype: buf.dtype,
             shape: state.shape.clone(),
@@ -749,7 +763,11 @@ impl Evaluator<'_> {
             };
             comps.push(Rc::new(col));
         }
-        let comps = if multi { comps } else { comps.into_iter().take(1).collect() };
+        let comps = if multi {
+            comps
+        } else {
+            comps.into_iter().take(1).collect()
+        };
         Ok(Compact {
             dtype: info.dtype,
             shape: info.shape.clone(),

@@ -103,7 +103,11 @@ pub fn apply_periodic<T: Clone>(
             Some(strided(&out_shape, &src_st, 0, data))
         }
         (Op::SHRINK, Arg::Window { offsets, sizes }) => {
-            let base: isize = offsets.iter().zip(&in_st).map(|(&o, &s)| o as isize * s).sum();
+            let base: isize = offsets
+                .iter()
+                .zip(&in_st)
+                .map(|(&o, &s)| o as isize * s)
+                .sum();
             Some(strided(sizes, &in_st, base, data))
         }
         (Op::FLIP, Arg::Flip(flags)) => {
@@ -236,7 +240,9 @@ mod tests {
     fn strided_gathers_match_the_definition() {
         let mut seed = 7u64;
         let mut rnd = |n: usize| {
-            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             ((seed >> 33) as usize) % n.max(1)
         };
         for _ in 0..400 {
@@ -253,7 +259,10 @@ mod tests {
             let out_shape: Vec<usize> = p.iter().map(|&i| shape[i]).collect();
             let src_st: Vec<usize> = p.iter().map(|&i| st[i]).collect();
             let want = gather(&out_shape, &d, |idx| Some(dot(idx, &src_st)), &0);
-            assert_eq!(apply(Op::PERMUTE, &Arg::Perm(p.clone()), &shape, &d, &0), want);
+            assert_eq!(
+                apply(Op::PERMUTE, &Arg::Perm(p.clone()), &shape, &d, &0),
+                want
+            );
             // FLIP
             let flags: Vec<bool> = (0..rank).map(|_| rnd(2) == 1).collect();
             let want = gather(

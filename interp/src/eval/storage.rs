@@ -64,7 +64,8 @@ impl<C> Versions<C> {
             comps: Rc::new(comps),
         };
         let depth = self.depth(base.made_by) + 1;
-        self.after_store.insert(store, (v.clone(), base.made_by, depth));
+        self.after_store
+            .insert(store, (v.clone(), base.made_by, depth));
         v
     }
 
@@ -112,13 +113,15 @@ impl<C> Versions<C> {
         base: Version<C>,
         deps: &Summary,
     ) -> Result<Version<C>> {
-        let unordered = |a: NodeId, other: String| Error::Eval {
+        let unordered = |a: NodeId, other: String| {
+            Error::Eval {
             node: at,
             op: g.node(at).op,
             reason: format!(
                 "stores {a} and {other} to buffer {} are not ordered (neither target is after the other)",
                 base.buffer
             ),
+        }
         };
         match deps.get(&base.buffer) {
             None => Ok(base),

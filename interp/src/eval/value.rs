@@ -328,7 +328,13 @@ impl Column {
     }
 
     /// Applies one movement op (already verified against `shape`); padding reads zero.
-    pub(crate) fn movement(&self, op: crate::ir::Op, arg: &crate::ir::Arg, shape: &[usize], out_len: usize) -> Column {
+    pub(crate) fn movement(
+        &self,
+        op: crate::ir::Op,
+        arg: &crate::ir::Arg,
+        shape: &[usize],
+        out_len: usize,
+    ) -> Column {
         use crate::ir::Op;
         if op == Op::RESHAPE {
             let mut c = self.clone();
@@ -371,7 +377,12 @@ impl Column {
     /// PERMUTE/SHRINK/FLIP of a repeat whose period is the size of a suffix of `shape`'s
     /// axes: the leading axes then only select a repetition, so the result gathers from the
     /// stored words directly with those axes' strides taken as 0 (no dense copy first).
-    fn repeat_movement(&self, op: crate::ir::Op, arg: &crate::ir::Arg, shape: &[usize]) -> Option<Column> {
+    fn repeat_movement(
+        &self,
+        op: crate::ir::Op,
+        arg: &crate::ir::Arg,
+        shape: &[usize],
+    ) -> Option<Column> {
         let p = self.bits.len();
         let k = (0..=shape.len()).find(|&k| shape[k..].iter().product::<usize>() == p)?;
         let bits = match &self.bits {
@@ -427,7 +438,11 @@ impl Column {
 
     /// Drops the poison list when nothing in it is poison any more.
     pub(crate) fn tidy(&mut self) {
-        if self.poison.as_ref().is_some_and(|p| p.iter().all(|&w| w == DEFINED)) {
+        if self
+            .poison
+            .as_ref()
+            .is_some_and(|p| p.iter().all(|&w| w == DEFINED))
+        {
             self.poison = None;
         }
     }
