@@ -15,8 +15,11 @@ pub enum Error {
         reason: String,
     },
     /// Evaluation reached undefined behaviour at one element of one node.
+    /// For a multi-device value, `device` is the component (its position in the device tuple
+    /// and the device's name) and `element` is the index within that component.
     #[error(
-        "undefined behaviour at node {node} ({op}), element {element}: {kind}{}",
+        "undefined behaviour at node {node} ({op}), {}element {element}: {kind}{}",
+        device_text(device),
         origin_text(origin)
     )]
     Ub {
@@ -25,6 +28,33 @@ pub enum Error {
         element: usize,
         kind: Ub,
         origin: Option<(NodeId, usize)>,
+        device: Option<(usize, String)>,
+    },
+    /// Evaluating would need more memory than the oracle's budget allows (refused before
+    /// allocating). `needed` is the estimated peak of the whole evaluation, `node_bytes` what
+    /// `node` (where the running estimate first passes the limit) adds.
+    #[error(
+        "node {node} ({op}): evaluation would need an estimated {} (this node {}), over the memory limit of {} (set {} to change it)",
+        crate::eval::budget::human(*needed),
+        crate::eval::budget::human(*node_bytes),
+        crate::eval::budget::human(*limit),
+        crate::eval::budget::ENV
+    )]
+    Memory {
+        node: NodeId,
+        op: Op,
+        needed: u64,
+        node_bytes: u64,
+        limit: u64,
+    },
+    /// A setting the oracle reads (an environment variable) has a bad value; `node` is the
+    /// root whose evaluation needed it.
+    #[error("node {node} ({op}): {reason}")]
+    Config {
+        node: NodeId,
+        op: Op,
+        variable: &'static str,
+        reason: String,
     },
     /// The input is well formed but refers to something the oracle cannot evaluate.
     #[error("node {node} ({op}): {reason}")]
@@ -39,7 +69,11 @@ impl Error {
     /// The node the error is about.
     pub fn node(&self) -> NodeId {
         match self {
-            Error::Verify { node, .. } | Error::Ub { node, .. } | Error::Eval { node, .. } => *node,
+            Error::Verify { node, .. }
+            | Error::Ub { node, .. }
+            | Error::Eval { node, .. }
+            | Error::Memory { node, .. }
+            | Error::Config { node, .. } => *node,
         }
     }
 
@@ -47,7 +81,10 @@ impl Error {
     /// into case-file ids).
     pub fn map_nodes(mut self, f: impl Fn(NodeId) -> NodeId) -> Self {
         match &mut self {
-            Error::Verify { node, .. } | Error::Eval { node, .. } => *node = f(*node),
+            Error::Verify { node, .. }
+            | Error::Eval { node, .. }
+            | Error::Memory { node, .. }
+            | Error::Config { node, .. } => *node = f(*node),
             Error::Ub { node, origin, .. } => {
                 *node = f(*node);
                 if let Some((o, _)) = origin {
@@ -62,6 +99,13 @@ impl Error {
 fn origin_text(origin: &Option<(NodeId, usize)>) -> String {
     match origin {
         Some((buf, i)) => format!(" (element {i} of buffer {buf} was never written)"),
+        None => String::new(),
+    }
+}
+
+fn device_text(device: &Option<(usize, String)>) -> String {
+    match device {
+        Some((i, name)) => format!("device {i} ({name}), "),
         None => String::new(),
     }
 }

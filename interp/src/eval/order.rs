@@ -30,10 +30,16 @@ fn apply(op: Op, dt: DType, a: Elem, b: Elem) -> Result<Elem, Ub> {
     }
 }
 
-fn sequential(op: Op, dt: DType, xs: &[Elem]) -> Result<Elem, Ub> {
+fn sequential(
+    op: Op,
+    dt: DType,
+    lo: usize,
+    hi: usize,
+    get: &impl Fn(usize) -> Elem,
+) -> Result<Elem, Ub> {
     let mut acc = Elem::Bits(reduce_identity(op, dt));
-    for &x in xs {
-        acc = apply(op, dt, acc, x)?;
+    for r in lo..hi {
+        acc = apply(op, dt, acc, get(r))?;
     }
     Ok(acc)
 }
@@ -48,39 +54,58 @@ fn combine(op: Op, dt: DType, parts: &[Elem]) -> Result<Elem, Ub> {
 
 /// Folds `xs` with `op` in `order` (one output element).
 pub fn fold(op: Op, dt: DType, xs: &[Elem], order: &ReduceOrder) -> Result<Elem, Ub> {
+    fold_with(op, dt, xs.len(), |r| xs[r], order)
+}
+
+/// Folds the `n` elements `get(0)`, …, `get(n − 1)` with `op` in `order` (one output
+/// element), without gathering them into a list.
+pub fn fold_with(
+    op: Op,
+    dt: DType,
+    n: usize,
+    get: impl Fn(usize) -> Elem,
+    order: &ReduceOrder,
+) -> Result<Elem, Ub> {
     match *order {
-        ReduceOrder::Sequential => sequential(op, dt, xs),
+        ReduceOrder::Sequential => sequential(op, dt, 0, n, &get),
         ReduceOrder::Split(k) => {
             let k = k.max(1);
             let mut accs = vec![Elem::Bits(reduce_identity(op, dt)); k];
-            for (r, &x) in xs.iter().enumerate() {
-                accs[r % k] = apply(op, dt, accs[r % k], x)?;
+            for r in 0..n {
+                accs[r % k] = apply(op, dt, accs[r % k], get(r))?;
             }
             combine(op, dt, &accs)
         }
         ReduceOrder::Chunks(k) => {
             let k = k.max(1);
-            let c = xs.len().div_ceil(k).max(1);
+            let c = n.div_ceil(k).max(1);
             let parts = (0..k)
                 .map(|j| {
-                    let lo = (j * c).min(xs.len());
-                    let hi = ((j + 1) * c).min(xs.len());
-                    sequential(op, dt, &xs[lo..hi])
+                    let lo = (j * c).min(n);
+                    let hi = ((j + 1) * c).min(n);
+                    sequential(op, dt, lo, hi, &get)
                 })
                 .collect::<Result<Vec<_>, _>>()?;
             combine(op, dt, &parts)
         }
-        ReduceOrder::Tree(leaf) => tree(op, dt, xs, leaf.max(1)),
+        ReduceOrder::Tree(leaf) => tree(op, dt, 0, n, leaf.max(1), &get),
     }
 }
 
-fn tree(op: Op, dt: DType, xs: &[Elem], leaf: usize) -> Result<Elem, Ub> {
-    if xs.len() <= leaf {
-        return sequential(op, dt, xs);
+fn tree(
+    op: Op,
+    dt: DType,
+    lo: usize,
+    hi: usize,
+    leaf: usize,
+    get: &impl Fn(usize) -> Elem,
+) -> Result<Elem, Ub> {
+    if hi - lo <= leaf {
+        return sequential(op, dt, lo, hi, get);
     }
-    let mid = xs.len() / 2;
-    let a = tree(op, dt, &xs[..mid], leaf)?;
-    let b = tree(op, dt, &xs[mid..], leaf)?;
+    let mid = lo + (hi - lo) / 2;
+    let a = tree(op, dt, lo, mid, leaf, get)?;
+    let b = tree(op, dt, mid, hi, leaf, get)?;
     apply(op, dt, a, b)
 }
 

@@ -3,51 +3,160 @@
 //! the newest version among the stores in `deps`. Because versions are values, a reader
 //! ordered before an assign sees the old contents by construction (write-after-read).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 
 use super::value::Elem;
 use crate::error::{Error, Result};
 use crate::ir::{Graph, NodeId, Op};
 
-/// One version of a buffer: the elements of each device component.
-#[derive(Clone, Debug)]
-pub struct Version {
+/// One version of a buffer: the elements of each device component (`C`: how the evaluator
+/// holds them; the default is the public element lists).
+#[derive(Debug)]
+pub struct Version<C = Vec<Vec<Elem>>> {
     /// The BUFFER/PARAM node whose storage this is.
     pub buffer: NodeId,
     /// The STORE that made this version; None for the initial contents.
     pub made_by: Option<NodeId>,
-    pub comps: Rc<Vec<Vec<Elem>>>,
+    pub comps: Rc<C>,
 }
 
-#[derive(Default)]
-pub struct Versions {
-    /// The version each STORE produced, and the version it started from.
-    after_store: HashMap<NodeId, (Version, Option<NodeId>)>,
+impl<C> Clone for Version<C> {
+    fn clone(&self) -> Self {
+        Version {
+            buffer: self.buffer,
+            made_by: self.made_by,
+            comps: self.comps.clone(),
+        }
+    }
 }
 
-impl Versions {
-    pub fn record_store(
-        &mut self,
-        store: NodeId,
-        base: &Version,
-        comps: Vec<Vec<Elem>>,
-    ) -> Version {
+pub struct Versions<C = Vec<Vec<Elem>>> {
+    /// The version each STORE produced, the version it started from, and its depth (the
+    /// number of stores between it and the initial contents, itself included).
+    after_store: HashMap<NodeId, (Version<C>, Option<NodeId>, usize)>,
+}
+
+/// What the stores a node stands for (see [`stores_in`]) leave, per buffer: the newest of
+/// them, or two that are not ordered.
+pub type Summary = BTreeMap<NodeId, Newest>;
+
+/// The newest store to one buffer among a set, or a pair of stores in it that are not ordered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Newest {
+    Store(NodeId),
+    Unordered(NodeId, NodeId),
+}
+
+impl<C> Default for Versions<C> {
+    fn default() -> Self {
+        Versions {
+            after_store: HashMap::new(),
+        }
+    }
+}
+
+impl<C> Versions<C> {
+    pub fn record_store(&mut self, store: NodeId, base: &Version<C>, comps: C) -> Version<C> {
         let v = Version {
             buffer: base.buffer,
             made_by: Some(store),
             comps: Rc::new(comps),
         };
-        self.after_store.insert(store, (v.clone(), base.made_by));
+        let depth = self.depth(base.made_by) + 1;
+        self.after_store
+            .insert(store, (v.clone(), base.made_by, depth));
         v
     }
 
+    fn depth(&self, v: Option<NodeId>) -> usize {
+        v.and_then(|s| self.after_store.get(&s)).map_or(0, |e| e.2)
+    }
+
+    /// The summary of one STORE (after it was recorded).
+    pub fn store_summary(&self, store: NodeId) -> Summary {
+        match self.after_store.get(&store) {
+            Some((v, _, _)) => BTreeMap::from([(v.buffer, Newest::Store(store))]),
+            None => BTreeMap::new(),
+        }
+    }
+
+    /// Adds the summary `other` into `into` (the union of the two sets of stores).
+    pub fn merge(&self, into: &mut Summary, other: &Summary) {
+        for (&buf, &b) in other {
+            let merged = match (into.get(&buf), b) {
+                (None, b) => b,
+                (Some(&Newest::Unordered(x, y)), _) => Newest::Unordered(x, y),
+                (Some(_), Newest::Unordered(x, y)) => Newest::Unordered(x, y),
+                (Some(&Newest::Store(a)), Newest::Store(b)) => {
+                    if self.is_ancestor(Some(a), Some(b)) {
+                        Newest::Store(b)
+                    } else if self.is_ancestor(Some(b), Some(a)) {
+                        Newest::Store(a)
+                    } else {
+                        Newest::Unordered(a.min(b), a.max(b))
+                    }
+                }
+            };
+            into.insert(buf, merged);
+        }
+    }
+
+    /// [`Versions::after`] from the summary of `deps`: the newest version of `base.buffer`.
+    /// The result is the same (the set of stores with the base must be a chain, and its
+    /// newest element is the answer); the work is proportional to the number of buffers, not
+    /// to the number of stores the dependencies stand for.
+    pub fn after_summary(
+        &self,
+        g: &Graph,
+        at: NodeId,
+        base: Version<C>,
+        deps: &Summary,
+    ) -> Result<Version<C>> {
+        let unordered = |a: NodeId, other: String| {
+            Error::Eval {
+            node: at,
+            op: g.node(at).op,
+            reason: format!(
+                "stores {a} and {other} to buffer {} are not ordered (neither target is after the other)",
+                base.buffer
+            ),
+        }
+        };
+        match deps.get(&base.buffer) {
+            None => Ok(base),
+            Some(&Newest::Unordered(a, b)) => Err(unordered(a, b.to_string())),
+            Some(&Newest::Store(s)) => {
+                let Some((v, _, _)) = self.after_store.get(&s) else {
+                    return Ok(base);
+                };
+                if self.is_ancestor(base.made_by, Some(s)) {
+                    Ok(v.clone())
+                } else if self.is_ancestor(Some(s), base.made_by) {
+                    Ok(base)
+                } else {
+                    let other = base
+                        .made_by
+                        .map(|n| n.to_string())
+                        .unwrap_or_else(|| "its initial contents".into());
+                    Err(unordered(s, other))
+                }
+            }
+        }
+    }
+
     /// The newest version of `base.buffer` once the stores in `deps` have run.
-    pub fn after(&self, g: &Graph, at: NodeId, base: Version, deps: &[NodeId]) -> Result<Version> {
+    pub fn after(
+        &self,
+        g: &Graph,
+        at: NodeId,
+        base: Version<C>,
+        deps: &[NodeId],
+    ) -> Result<Version<C>> {
         let stores = stores_in(g, deps);
         let mut newest = base;
         for s in stores {
-            let Some((v, _)) = self.after_store.get(&s) else {
+            let Some((v, _, _)) = self.after_store.get(&s) else {
                 continue;
             };
             if v.buffer != newest.buffer {
@@ -74,17 +183,23 @@ impl Versions {
     }
 
     /// Whether version `old` is `new` or one of the versions `new` was built from.
+    /// (Versions know their depth, so the walk is as long as the distance between them.)
     fn is_ancestor(&self, old: Option<NodeId>, new: Option<NodeId>) -> bool {
+        let (d_old, d_new) = (self.depth(old), self.depth(new));
+        if d_old > d_new {
+            return false;
+        }
         let mut cur = new;
-        loop {
+        for _ in 0..=(d_new - d_old) {
             if cur == old {
                 return true;
             }
             match cur.and_then(|c| self.after_store.get(&c)) {
-                Some((_, base)) => cur = *base,
+                Some((_, base, _)) => cur = *base,
                 None => return false,
             }
         }
+        false
     }
 }
 
