@@ -13,9 +13,9 @@ use uopkit_conformance::allowances::Allowances;
 use uopkit_conformance::backends::registry::{self, OpenOpts, Registry};
 use uopkit_conformance::backends::Backend;
 use uopkit_conformance::harness::{self, Settings};
-use uopkit_conformance::worker;
 use uopkit_conformance::load::{self, read_case, LoadError};
 use uopkit_conformance::run::{self, RunError};
+use uopkit_conformance::worker;
 use uopkit_interp::eval::{Data, Elem, Value};
 use uopkit_interp::scalar::literal;
 
@@ -54,15 +54,17 @@ impl RunArgs {
         harness::apply_limits_env(&mut o).map_err(|e| e.to_string())?;
         if let Some(t) = self.timeout {
             if !(t.is_finite() && t > 0.0) {
-                return Err(format!("--timeout {t}: expected a positive number of seconds"));
+                return Err(format!(
+                    "--timeout {t}: expected a positive number of seconds"
+                ));
             }
             o.limits.timeout = std::time::Duration::from_secs_f64(t);
         }
         if let Some(m) = &self.worker_memory {
-            o.limits.memory = Some(
-                harness::parse_bytes(m)
-                    .ok_or_else(|| format!("--worker-memory {m}: expected bytes (e.g. 8G, 512M)"))?,
-            );
+            o.limits.memory =
+                Some(harness::parse_bytes(m).ok_or_else(|| {
+                    format!("--worker-memory {m}: expected bytes (e.g. 8G, 512M)")
+                })?);
         }
         if self.in_process {
             o.in_process = true;
@@ -202,7 +204,9 @@ fn real_main() -> ExitCode {
             run,
             verbose,
             select,
-        } => check(&registry, corpus, manifests, &backend, &run, verbose, select),
+        } => check(
+            &registry, corpus, manifests, &backend, &run, verbose, select,
+        ),
         Command::Worker { backend } => match registry.open_in_process(&backend) {
             Ok(b) => ExitCode::from(worker::serve(b.as_ref()).clamp(0, 255) as u8),
             Err(e) => bad_input(e),
@@ -213,10 +217,17 @@ fn real_main() -> ExitCode {
                     "{:<10} {}{}",
                     e.name,
                     e.about,
-                    if e.compiled { " [runs in worker processes]" } else { "" }
+                    if e.compiled {
+                        " [runs in worker processes]"
+                    } else {
+                        ""
+                    }
                 );
             }
-            println!("{:<10} an external program speaking docs/backend-protocol.md", "exec:CMD");
+            println!(
+                "{:<10} an external program speaking docs/backend-protocol.md",
+                "exec:CMD"
+            );
             ExitCode::SUCCESS
         }
         Command::Cache { clean } => cache(clean),
@@ -263,7 +274,10 @@ fn real_main() -> ExitCode {
             } else {
                 uopkit_conformance::case::json_schema()
             };
-            println!("{}", serde_json::to_string_pretty(&schema).unwrap_or_default());
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&schema).unwrap_or_default()
+            );
             ExitCode::SUCCESS
         }
         Command::Fmt { check, files } => fmt(check, &files),
@@ -284,12 +298,15 @@ fn open_one(
 ) -> Result<(Arc<dyn Backend>, Allowances), ExitCode> {
     let opts = run.open_opts().map_err(bad_input)?;
     let b = registry.open(spec, &opts).map_err(|e| {
-        bad_input(format!("backend {spec}: {e}\nhint: `--backend oracle` runs the oracle alone"))
+        bad_input(format!(
+            "backend {spec}: {e}\nhint: `--backend oracle` runs the oracle alone"
+        ))
     })?;
     let mdir = harness::manifests_dir(corpus.unwrap_or(Path::new("corpus")), None);
     let allow = match b.allowances() {
         None => Allowances::strict(b.name()),
-        Some(m) => Allowances::load(&mdir.join("allowances").join(format!("{m}.json"))).map_err(bad_input)?,
+        Some(m) => Allowances::load(&mdir.join("allowances").join(format!("{m}.json")))
+            .map_err(bad_input)?,
     };
     Ok((b, allow))
 }
@@ -323,8 +340,8 @@ fn check(
     }
     let results = suite.run_all(run.jobs(), &|_| {});
     for r in &results {
-        let show = r.verdict.is_failure()
-            || (verbose && !matches!(r.verdict, harness::Verdict::Pass));
+        let show =
+            r.verdict.is_failure() || (verbose && !matches!(r.verdict, harness::Verdict::Pass));
         if show {
             let detail = r.verdict.detail().unwrap_or("");
             println!(
@@ -565,7 +582,9 @@ fn fmt(check_only: bool, files: &[PathBuf]) -> ExitCode {
             differ += 1;
             if check_only {
                 println!("not canonical: {}", file.display());
-            } else if let Err(e) = uopkit_conformance::atomic::write_atomic(file, canonical.as_bytes()) {
+            } else if let Err(e) =
+                uopkit_conformance::atomic::write_atomic(file, canonical.as_bytes())
+            {
                 return bad_input(format!(
                     "{}: cannot write ({e}); the file is unchanged",
                     file.display()

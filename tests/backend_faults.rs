@@ -60,9 +60,12 @@ impl Backend for Faulty {
 
 fn registry() -> Registry {
     let mut r = Registry::builtin();
-    r.register("faulty", "the CPU backend with faults on chosen cases", true, || {
-        Ok(Arc::new(Faulty))
-    });
+    r.register(
+        "faulty",
+        "the CPU backend with faults on chosen cases",
+        true,
+        || Ok(Arc::new(Faulty)),
+    );
     r
 }
 
@@ -95,12 +98,19 @@ fn faults(c: &mut Checks) {
     for name in ["segv", "hang", "abort", "oom", "ftz"] {
         std::fs::copy(&src, corpus.join(format!("{name}.json"))).expect("copy");
     }
-    for (i, other) in ["reduce/add_float32_order", "alu/mul_float32", "cast/float32_to_floats"]
-        .iter()
-        .enumerate()
+    for (i, other) in [
+        "reduce/add_float32_order",
+        "alu/mul_float32",
+        "cast/float32_to_floats",
+    ]
+    .iter()
+    .enumerate()
     {
-        std::fs::copy(repo().join(format!("corpus/{other}.json")), corpus.join(format!("ok{i}.json")))
-            .expect("copy");
+        std::fs::copy(
+            repo().join(format!("corpus/{other}.json")),
+            corpus.join(format!("ok{i}.json")),
+        )
+        .expect("copy");
     }
     let mut open = OpenOpts::default();
     open.limits.timeout = Duration::from_secs(5);
@@ -118,7 +128,8 @@ fn faults(c: &mut Checks) {
         results
             .iter()
             .find(|r| {
-                suite.cases[r.case].name == case && suite.backends[r.backend].backend.name() == backend
+                suite.cases[r.case].name == case
+                    && suite.backends[r.backend].backend.name() == backend
             })
             .map(|r| r.verdict.clone())
             .expect("trial ran")
@@ -139,14 +150,24 @@ fn faults(c: &mut Checks) {
     }
     for case in ["ok0", "ok1", "ok2"] {
         let v = verdict(case, "faulty");
-        c.check(&format!("faults::{case}_still_passes"), v == Verdict::Pass, || format!("{v:?}"));
+        c.check(
+            &format!("faults::{case}_still_passes"),
+            v == Verdict::Pass,
+            || format!("{v:?}"),
+        );
     }
     let oracle_bad: Vec<String> = results
         .iter()
-        .filter(|r| suite.backends[r.backend].backend.name() == "oracle" && r.verdict != Verdict::Pass)
+        .filter(|r| {
+            suite.backends[r.backend].backend.name() == "oracle" && r.verdict != Verdict::Pass
+        })
         .map(|r| format!("{}: {:?}", suite.trial_name(r.case, r.backend), r.verdict))
         .collect();
-    c.check("faults::no_oracle_trial_changes", oracle_bad.is_empty(), || oracle_bad.join("\n"));
+    c.check(
+        "faults::no_oracle_trial_changes",
+        oracle_bad.is_empty(),
+        || oracle_bad.join("\n"),
+    );
 }
 
 fn fast_math(c: &mut Checks) {
@@ -170,7 +191,15 @@ fn fast_math(c: &mut Checks) {
     let reg = registry();
     // First the compiled backend (in workers), then the oracle in this same process.
     let s1 = harness::load_suite(
-        &settings(&["cpu", "oracle"], &["policy", "reduce/add_float", "alu/sub_float", "alu/fdiv_float32"]),
+        &settings(
+            &["cpu", "oracle"],
+            &[
+                "policy",
+                "reduce/add_float",
+                "alu/sub_float",
+                "alu/fdiv_float32",
+            ],
+        ),
         &reg,
     )
     .expect("suite");
@@ -181,19 +210,31 @@ fn fast_math(c: &mut Checks) {
         .iter()
         .filter(|r| s1.backends[r.backend].backend.name() == "oracle" && r.verdict != Verdict::Pass)
         .map(|r| s1.trial_name(r.case, r.backend))
-        .chain(r2.iter().filter(|r| r.verdict != Verdict::Pass).map(|r| s2.trial_name(r.case, r.backend)))
+        .chain(
+            r2.iter()
+                .filter(|r| r.verdict != Verdict::Pass)
+                .map(|r| s2.trial_name(r.case, r.backend)),
+        )
         .collect();
-    c.check("fast_math::zero_oracle_failures", oracle_bad.is_empty(), || oracle_bad.join("\n"));
+    c.check(
+        "fast_math::zero_oracle_failures",
+        oracle_bad.is_empty(),
+        || oracle_bad.join("\n"),
+    );
     let fp_reports = r1
         .iter()
         .filter(|r| matches!(&r.verdict, Verdict::Fail { message, .. } if message.contains("FP control state")))
         .count();
-    c.check("fast_math::the_fp_change_is_reported_on_the_backend", fp_reports > 0, || {
-        r1.iter()
-            .map(|r| format!("{}: {:?}", s1.trial_name(r.case, r.backend), r.verdict))
-            .collect::<Vec<_>>()
-            .join("\n")
-    });
+    c.check(
+        "fast_math::the_fp_change_is_reported_on_the_backend",
+        fp_reports > 0,
+        || {
+            r1.iter()
+                .map(|r| format!("{}: {:?}", s1.trial_name(r.case, r.backend), r.verdict))
+                .collect::<Vec<_>>()
+                .join("\n")
+        },
+    );
     std::env::remove_var("UOPKIT_CC");
     std::env::remove_var("UOPKIT_CACHE_DIR");
 }
@@ -202,7 +243,10 @@ fn main() -> ExitCode {
     if let Some(code) = registry::serve_if_worker(&registry()) {
         return ExitCode::from(code.clamp(0, 255) as u8);
     }
-    let mut c = Checks { failed: 0, passed: 0 };
+    let mut c = Checks {
+        failed: 0,
+        passed: 0,
+    };
     faults(&mut c);
     if Path::new("/usr/bin/gcc").exists() || which("gcc") {
         fast_math(&mut c);

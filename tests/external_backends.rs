@@ -34,7 +34,10 @@ fn has_numpy() -> bool {
         .output()
         .is_ok_and(|o| o.status.success());
     if !ok && std::env::var("UOPKIT_REQUIRE_NUMPY").is_ok_and(|v| v == "1") {
-        panic!("UOPKIT_REQUIRE_NUMPY=1 but '{}' cannot import numpy", python());
+        panic!(
+            "UOPKIT_REQUIRE_NUMPY=1 but '{}' cannot import numpy",
+            python()
+        );
     }
     ok
 }
@@ -47,7 +50,10 @@ fn counts(text: &str, backend: &str) -> (usize, usize) {
         .unwrap_or_else(|| panic!("no summary for {backend}:\n{text}"));
     let num = |what: &str| -> usize {
         line.split(", ")
-            .find_map(|p| p.trim_start_matches(&format!("{backend}: ")).strip_suffix(what))
+            .find_map(|p| {
+                p.trim_start_matches(&format!("{backend}: "))
+                    .strip_suffix(what)
+            })
             .and_then(|n| n.trim().parse().ok())
             .unwrap_or_else(|| panic!("no '{what}' in {line}"))
     };
@@ -67,7 +73,10 @@ fn kernel_level_example_passes_its_subset() {
 #[test]
 fn graph_level_example_passes_its_subset_and_a_wrong_one_is_caught() {
     if !has_numpy() {
-        eprintln!("skipped: '{}' cannot import numpy (set UOPKIT_TEST_PYTHON)", python());
+        eprintln!(
+            "skipped: '{}' cannot import numpy (set UOPKIT_TEST_PYTHON)",
+            python()
+        );
         return;
     }
     let script = repo().join("examples/backends/numpy_graph.py");
@@ -80,7 +89,10 @@ fn graph_level_example_passes_its_subset_and_a_wrong_one_is_caught() {
     let wrong = format!("{cmd} --wrong");
     let (code, text) = uopkit(&["check", "--backend", &wrong, "alu/add_float32"]);
     assert_eq!(code, 1, "the wrong backend was not caught:\n{text}");
-    assert!(text.contains("FAIL  numpy-graph-wrong::alu/add_float32"), "{text}");
+    assert!(
+        text.contains("FAIL  numpy-graph-wrong::alu/add_float32"),
+        "{text}"
+    );
     assert!(text.contains("1 ulp"), "{text}");
 }
 
@@ -90,17 +102,34 @@ fn broken_corpus(names: &[&str]) -> (tempfile::TempDir, PathBuf) {
     let corpus = dir.path().join("corpus");
     std::fs::create_dir_all(&corpus).expect("mkdir");
     for n in names {
-        std::fs::copy(repo().join("corpus/alu/add_float32.json"), corpus.join(format!("{n}.json")))
-            .expect("copy");
+        std::fs::copy(
+            repo().join("corpus/alu/add_float32.json"),
+            corpus.join(format!("{n}.json")),
+        )
+        .expect("copy");
     }
     (dir, corpus)
 }
 
 #[test]
 fn a_broken_backend_is_reported_case_by_case() {
-    let names = ["garbage", "exit", "hang", "count", "size", "width", "error", "unsupported", "zeros"];
+    let names = [
+        "garbage",
+        "exit",
+        "hang",
+        "count",
+        "size",
+        "width",
+        "error",
+        "unsupported",
+        "zeros",
+    ];
     let (_dir, corpus) = broken_corpus(&names);
-    let cmd = format!("exec:{} {}", python(), repo().join("tests/backends/broken.py").display());
+    let cmd = format!(
+        "exec:{} {}",
+        python(),
+        repo().join("tests/backends/broken.py").display()
+    );
     let (code, text) = uopkit(&[
         "check",
         "--corpus",
@@ -125,20 +154,46 @@ fn a_broken_backend_is_reported_case_by_case() {
             .lines()
             .position(|l| l.starts_with(&format!("FAIL  broken::{case}:")))
             .unwrap_or_else(|| panic!("no failure reported for {case}:\n{text}"));
-        let report: String = text.lines().skip(line).take(4).collect::<Vec<_>>().join("\n");
-        assert!(report.contains(want), "{case}: expected '{want}' in:\n{report}");
+        let report: String = text
+            .lines()
+            .skip(line)
+            .take(4)
+            .collect::<Vec<_>>()
+            .join("\n");
+        assert!(
+            report.contains(want),
+            "{case}: expected '{want}' in:\n{report}"
+        );
     }
-    assert!(text.contains("exiting on purpose"), "the backend's stderr is not shown:\n{text}");
+    assert!(
+        text.contains("exiting on purpose"),
+        "the backend's stderr is not shown:\n{text}"
+    );
     assert!(text.contains("oracle: 9 passed, 0 failed"), "{text}");
-    assert!(text.contains("broken: 0 passed, 8 failed, 0 xfail, 0 xpass, 1 skipped"), "{text}");
+    assert!(
+        text.contains("broken: 0 passed, 8 failed, 0 xfail, 0 xpass, 1 skipped"),
+        "{text}"
+    );
     assert!(text.contains("skipped 1: broken: not this one"), "{text}");
 }
 
 #[test]
 fn a_backend_that_does_not_start_is_reported_once_with_exit_2() {
-    let (code, text) = uopkit(&["check", "--backend", "exec:/nonexistent/backend", "alu/add_float32"]);
+    let (code, text) = uopkit(&[
+        "check",
+        "--backend",
+        "exec:/nonexistent/backend",
+        "alu/add_float32",
+    ]);
     assert_eq!(code, 2, "{text}");
-    assert!(text.contains("cannot start '/nonexistent/backend'"), "{text}");
+    assert!(
+        text.contains("cannot start '/nonexistent/backend'"),
+        "{text}"
+    );
     assert!(text.contains("hint: `--backend oracle`"), "{text}");
-    assert_eq!(text.matches("error:").count(), 1, "reported more than once:\n{text}");
+    assert_eq!(
+        text.matches("error:").count(),
+        1,
+        "reported more than once:\n{text}"
+    );
 }

@@ -59,7 +59,17 @@ fn small_corpus() -> (tempfile::TempDir, PathBuf) {
 fn check_and_the_libtest_harness_agree() {
     let (_dir, corpus) = small_corpus();
     let corpus_s = corpus.to_str().expect("utf-8");
-    let (code, text) = uopkit(&["check", "--corpus", corpus_s, "--backend", "oracle,kernels", "-v"], &[]);
+    let (code, text) = uopkit(
+        &[
+            "check",
+            "--corpus",
+            corpus_s,
+            "--backend",
+            "oracle,kernels",
+            "-v",
+        ],
+        &[],
+    );
     assert_eq!(code, 1, "an xpass fails the run:\n{text}");
     // check prints every trial that is not a plain pass, with its label.
     let mut from_check = std::collections::BTreeMap::new();
@@ -68,7 +78,10 @@ fn check_and_the_libtest_harness_agree() {
             let name = format!("{b}::{c}");
             let label = ["FAIL", "XPASS", "xfail", "skip", "BAD"]
                 .into_iter()
-                .find(|l| text.lines().any(|line| line.starts_with(&format!("{l:<5} {name}:"))))
+                .find(|l| {
+                    text.lines()
+                        .any(|line| line.starts_with(&format!("{l:<5} {name}:")))
+                })
                 .unwrap_or("ok");
             from_check.insert(name, label);
         }
@@ -105,21 +118,42 @@ fn check_and_the_libtest_harness_agree() {
     .collect();
     assert_eq!(from_check, want, "uopkit check:\n{text}");
     assert_eq!(from_libtest, want);
-    assert_eq!(conclusion.num_failed, 1, "only the xpass fails under libtest");
-    assert_eq!(conclusion.num_ignored, 2, "the skip and the xfail show as ignored with their reasons");
+    assert_eq!(
+        conclusion.num_failed, 1,
+        "only the xpass fails under libtest"
+    );
+    assert_eq!(
+        conclusion.num_ignored, 2,
+        "the skip and the xfail show as ignored with their reasons"
+    );
     let log = std::fs::read_to_string(&log).expect("libtest log");
-    assert!(log.contains("xfail: its expected value is wrong on purpose"), "{log}");
-    assert!(log.contains("undefined or invalid graph: oracle-only"), "{log}");
+    assert!(
+        log.contains("xfail: its expected value is wrong on purpose"),
+        "{log}"
+    );
+    assert!(
+        log.contains("undefined or invalid graph: oracle-only"),
+        "{log}"
+    );
     assert!(log.contains("XPASS"), "{log}");
-    assert!(text.contains("oracle: 2 passed, 0 failed, 1 xfail, 0 xpass, 0 skipped"), "{text}");
-    assert!(text.contains("kernels: 1 passed, 0 failed, 0 xfail, 1 xpass, 1 skipped"), "{text}");
+    assert!(
+        text.contains("oracle: 2 passed, 0 failed, 1 xfail, 0 xpass, 0 skipped"),
+        "{text}"
+    );
+    assert!(
+        text.contains("kernels: 1 passed, 0 failed, 0 xfail, 1 xpass, 1 skipped"),
+        "{text}"
+    );
 }
 
 #[test]
 fn a_selection_that_selects_nothing_is_an_error() {
     let (code, text) = uopkit(&["check", "--backend", "oracle", "no_such_case_name"], &[]);
     assert_eq!(code, 2, "{text}");
-    assert!(text.contains("'no_such_case_name' selects no case"), "{text}");
+    assert!(
+        text.contains("'no_such_case_name' selects no case"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -128,11 +162,25 @@ fn selections_accept_paths_and_the_summary_counts_the_selected_cases() {
     assert_eq!(code, 0, "{text}");
     let n = std::fs::read_dir(repo().join("corpus/seeds"))
         .expect("seeds")
-        .filter(|e| e.as_ref().is_ok_and(|e| e.path().extension().is_some_and(|x| x == "json")))
+        .filter(|e| {
+            e.as_ref()
+                .is_ok_and(|e| e.path().extension().is_some_and(|x| x == "json"))
+        })
         .count();
     assert!(text.contains(&format!("{n} case(s) selected")), "{text}");
-    assert!(text.contains(&format!("oracle: {n} passed, 0 failed")), "{text}");
-    let (code, text) = uopkit(&["check", "--backend", "oracle", "corpus/alu/add_float32.json"], &[]);
+    assert!(
+        text.contains(&format!("oracle: {n} passed, 0 failed")),
+        "{text}"
+    );
+    let (code, text) = uopkit(
+        &[
+            "check",
+            "--backend",
+            "oracle",
+            "corpus/alu/add_float32.json",
+        ],
+        &[],
+    );
     assert_eq!(code, 0, "{text}");
     assert!(text.contains("1 case(s) selected"), "{text}");
 }
@@ -153,17 +201,29 @@ fn a_missing_c_compiler_is_reported_once_with_a_hint() {
 fn an_unknown_backend_lists_the_known_ones() {
     let (code, text) = uopkit(&["check", "--backend", "nope"], &[]);
     assert_eq!(code, 2, "{text}");
-    assert!(text.contains("unknown backend 'nope' (known: cpu, kernels, oracle, exec:CMD)"), "{text}");
+    assert!(
+        text.contains("unknown backend 'nope' (known: cpu, kernels, oracle, exec:CMD)"),
+        "{text}"
+    );
 }
 
 #[test]
 fn manifests_are_found_beside_the_corpus_from_any_directory() {
     let (dir, corpus) = small_corpus();
     let out = Command::new(env!("CARGO_BIN_EXE_uopkit"))
-        .args(["check", "--corpus", corpus.to_str().expect("utf-8"), "--backend", "oracle"])
+        .args([
+            "check",
+            "--corpus",
+            corpus.to_str().expect("utf-8"),
+            "--backend",
+            "oracle",
+        ])
         .current_dir(dir.path())
         .output()
         .expect("runs");
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(text.contains("oracle: 2 passed, 0 failed, 1 xfail"), "{text}");
+    assert!(
+        text.contains("oracle: 2 passed, 0 failed, 1 xfail"),
+        "{text}"
+    );
 }

@@ -22,11 +22,11 @@ use proptest::strategy::{Strategy, ValueTree};
 use crate::allowances::Allowances;
 use crate::backend;
 use crate::backends::Backend;
-use crate::harness;
 use crate::case::Case;
 use crate::gen::export::fill_expect_from_oracle;
 use crate::gen::rules::seeded_runner;
 use crate::gen::tensor::{recipe, Generated, TensorConfig};
+use crate::harness;
 use crate::shrink::{shrink_case, shrink_recipe, ShrinkOpts, ShrinkStats};
 
 /// What to fuzz and for how long.
@@ -156,7 +156,9 @@ pub fn check_case(backend: &str, case: &Case) -> Result<Verdict, Error> {
 /// The pipeline stage (rewrite pass, lowering, rendering, …) where the compiled case first
 /// departs from the oracle, with the kernel, node and culprit rule (`stages::diff`).
 pub fn first_divergence(case: &Case, b: &dyn Backend, allow: &Allowances) -> Option<String> {
-    harness::diff(case, "", Some((b, allow))).ok().and_then(|r| r.first)
+    harness::diff(case, "", Some((b, allow)))
+        .ok()
+        .and_then(|r| r.first)
 }
 
 /// One failure the fuzzer found.
@@ -396,7 +398,12 @@ pub fn write_new(dir: &Path, stem: &str, case: &Case) -> Result<PathBuf, Error> 
         match tmp.persist_noclobber(&path) {
             Ok(_) => return Ok(path),
             Err(e) if e.error.kind() == std::io::ErrorKind::AlreadyExists => tmp = e.file,
-            Err(e) => return Err(Error::Io { path, source: e.error }),
+            Err(e) => {
+                return Err(Error::Io {
+                    path,
+                    source: e.error,
+                })
+            }
         }
     }
     unreachable!("some file name is free")

@@ -51,11 +51,17 @@ pub enum FailKind {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Verdict {
     Pass,
-    Fail { kind: FailKind, message: String },
+    Fail {
+        kind: FailKind,
+        message: String,
+    },
     /// Not run on this backend, with the reason.
     Skip(String),
     /// Listed in the xfail manifest and failed as listed.
-    XFail { reason: String, failure: String },
+    XFail {
+        reason: String,
+        failure: String,
+    },
     /// Listed in the xfail manifest but passed (a failure of the run).
     XPass(String),
     /// The case file cannot be read or its graph is invalid (and it does not expect that).
@@ -104,19 +110,17 @@ impl Verdict {
 /// Judges `case` (named `name`) on `backend`, without the xfail manifest. Never panics: a
 /// panic inside uopkit is a `Crash` failure of the trial.
 pub fn judge(case: &Case, name: &str, backend: &dyn Backend, allow: &Allowances) -> Verdict {
-    catch_unwind(AssertUnwindSafe(|| judge_inner(case, name, backend, allow))).unwrap_or_else(
-        |p| {
-            let text = p
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_default();
-            Verdict::fail(
-                FailKind::Crash,
-                format!("uopkit panicked on this case (a bug: please report it with the case): {text}"),
-            )
-        },
-    )
+    catch_unwind(AssertUnwindSafe(|| judge_inner(case, name, backend, allow))).unwrap_or_else(|p| {
+        let text = p
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_default();
+        Verdict::fail(
+            FailKind::Crash,
+            format!("uopkit panicked on this case (a bug: please report it with the case): {text}"),
+        )
+    })
 }
 
 fn judge_inner(case: &Case, name: &str, backend: &dyn Backend, allow: &Allowances) -> Verdict {
@@ -168,7 +172,9 @@ fn judge_inner(case: &Case, name: &str, backend: &dyn Backend, allow: &Allowance
     let ran = match backend.run(&job) {
         Ok(r) => r,
         Err(BackendError::Unsupported(r)) => return Verdict::Skip(r),
-        Err(e @ BackendError::Refused(_)) => return Verdict::fail(FailKind::Refused, e.to_string()),
+        Err(e @ BackendError::Refused(_)) => {
+            return Verdict::fail(FailKind::Refused, e.to_string())
+        }
         Err(BackendError::Failed(m)) => return Verdict::fail(FailKind::Backend, m),
         Err(BackendError::Died(m)) => return Verdict::fail(FailKind::Crash, m),
     };
@@ -278,11 +284,17 @@ pub struct Suite {
 #[error("{0}")]
 pub struct SetupError(pub String);
 
-fn select(corpus: &Path, files: Vec<PathBuf>, filters: &[String]) -> Result<Vec<PathBuf>, SetupError> {
+fn select(
+    corpus: &Path,
+    files: Vec<PathBuf>,
+    filters: &[String],
+) -> Result<Vec<PathBuf>, SetupError> {
     if filters.is_empty() {
         return Ok(files);
     }
-    let croot = corpus.canonicalize().unwrap_or_else(|_| corpus.to_path_buf());
+    let croot = corpus
+        .canonicalize()
+        .unwrap_or_else(|_| corpus.to_path_buf());
     let mut keep = vec![false; files.len()];
     for f in filters {
         let p = Path::new(f);
@@ -334,10 +346,17 @@ pub fn load_suite(s: &Settings, reg: &Registry) -> Result<Suite, SetupError> {
             s.corpus.display()
         )));
     }
-    let listing = corpus::list(&s.corpus)
-        .map_err(|e| SetupError(format!("{}: cannot list the corpus: {e}", s.corpus.display())))?;
+    let listing = corpus::list(&s.corpus).map_err(|e| {
+        SetupError(format!(
+            "{}: cannot list the corpus: {e}",
+            s.corpus.display()
+        ))
+    })?;
     let files = listing.files;
-    let all_names: Vec<String> = files.iter().map(|f| corpus::case_name(&s.corpus, f)).collect();
+    let all_names: Vec<String> = files
+        .iter()
+        .map(|f| corpus::case_name(&s.corpus, f))
+        .collect();
     let files = select(&s.corpus, files, &s.filters)?;
     let mdir = manifests_dir(&s.corpus, s.manifests.as_deref());
     let xf_path = mdir.join("xfail.json");
@@ -360,7 +379,10 @@ pub fn load_suite(s: &Settings, reg: &Registry) -> Result<Suite, SetupError> {
             ))
         })?;
         if !seen.insert(b.name().to_string()) {
-            return Err(SetupError(format!("backend {} is selected twice", b.name())));
+            return Err(SetupError(format!(
+                "backend {} is selected twice",
+                b.name()
+            )));
         }
         let allow = match b.allowances() {
             None => Allowances::strict(b.name()),
@@ -419,7 +441,11 @@ pub struct TrialResult {
 impl Suite {
     /// The trial name `backend::case`.
     pub fn trial_name(&self, case: usize, backend: usize) -> String {
-        format!("{}::{}", self.backends[backend].backend.name(), self.cases[case].name)
+        format!(
+            "{}::{}",
+            self.backends[backend].backend.name(),
+            self.cases[case].name
+        )
     }
 
     /// Judges one trial (xfail applied).
@@ -435,7 +461,11 @@ impl Suite {
 
     /// Runs every trial on `jobs` threads (each with room for deep graphs); `progress` sees
     /// each result as it comes. Results are in case order, then backend order.
-    pub fn run_all(&self, jobs: usize, progress: &(dyn Fn(&TrialResult) + Sync)) -> Vec<TrialResult> {
+    pub fn run_all(
+        &self,
+        jobs: usize,
+        progress: &(dyn Fn(&TrialResult) + Sync),
+    ) -> Vec<TrialResult> {
         let trials: Vec<(usize, usize)> = (0..self.cases.len())
             .flat_map(|c| (0..self.backends.len()).map(move |b| (c, b)))
             .collect();
@@ -543,7 +573,9 @@ pub fn default_jobs() -> usize {
 }
 
 /// Runs `f` on a thread with room for deep graphs.
-pub fn on_big_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T, String> {
+pub fn on_big_stack<T: Send + 'static>(
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, String> {
     let worker = std::thread::Builder::new().stack_size(256 << 20).spawn(f);
     match worker.map(|h| h.join()) {
         Ok(Ok(v)) => Ok(v),
@@ -555,13 +587,18 @@ pub fn on_big_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -
 /// Settings from the environment, for test binaries:
 /// `UOPKIT_BACKENDS` (default `oracle,kernels,cpu`), `UOPKIT_CORPUS`, `UOPKIT_MANIFESTS`,
 /// `UOPKIT_TIMEOUT` (seconds), `UOPKIT_WORKER_MEMORY` (bytes), `UOPKIT_IN_PROCESS=1`.
-pub fn settings_from_env(default_corpus: &Path, default_backends: &str) -> Result<Settings, SetupError> {
+pub fn settings_from_env(
+    default_corpus: &Path,
+    default_backends: &str,
+) -> Result<Settings, SetupError> {
     let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
     let backends = var("UOPKIT_BACKENDS").unwrap_or_else(|| default_backends.to_string());
     let mut open = OpenOpts::default();
     apply_limits_env(&mut open)?;
     Ok(Settings {
-        corpus: var("UOPKIT_CORPUS").map(PathBuf::from).unwrap_or_else(|| default_corpus.to_path_buf()),
+        corpus: var("UOPKIT_CORPUS")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| default_corpus.to_path_buf()),
         manifests: var("UOPKIT_MANIFESTS").map(PathBuf::from),
         backends: split_backends(&backends),
         filters: vec![],
@@ -579,19 +616,29 @@ pub fn apply_limits_env(open: &mut OpenOpts) -> Result<(), SetupError> {
             .parse()
             .ok()
             .filter(|s: &f64| s.is_finite() && *s > 0.0)
-            .ok_or_else(|| SetupError(format!("UOPKIT_TIMEOUT='{t}': expected a positive number of seconds")))?;
+            .ok_or_else(|| {
+                SetupError(format!(
+                    "UOPKIT_TIMEOUT='{t}': expected a positive number of seconds"
+                ))
+            })?;
         open.limits.timeout = Duration::from_secs_f64(secs);
     }
     if let Some(m) = var("UOPKIT_WORKER_MEMORY") {
         open.limits.memory = Some(parse_bytes(&m).ok_or_else(|| {
-            SetupError(format!("UOPKIT_WORKER_MEMORY='{m}': expected bytes (e.g. 4G, 512M)"))
+            SetupError(format!(
+                "UOPKIT_WORKER_MEMORY='{m}': expected bytes (e.g. 4G, 512M)"
+            ))
         })?);
     }
     if let Some(v) = var("UOPKIT_IN_PROCESS") {
         open.in_process = match v.trim() {
             "1" | "true" | "yes" => true,
             "0" | "false" | "no" => false,
-            _ => return Err(SetupError(format!("UOPKIT_IN_PROCESS='{v}': expected 1 or 0"))),
+            _ => {
+                return Err(SetupError(format!(
+                    "UOPKIT_IN_PROCESS='{v}': expected 1 or 0"
+                )))
+            }
         };
     }
     Ok(())
@@ -629,7 +676,10 @@ pub fn split_backends(s: &str) -> Vec<String> {
 
 fn looks_like_spec(part: &str) -> bool {
     let p = part.trim();
-    p.starts_with("exec:") || (!p.is_empty() && p.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-'))
+    p.starts_with("exec:")
+        || (!p.is_empty()
+            && p.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-'))
 }
 
 /// The main of a libtest-mimic conformance test binary: one trial per case × backend, the
@@ -638,7 +688,11 @@ fn looks_like_spec(part: &str) -> bool {
 /// that are this very binary (see `crate::worker`). An expected failure shows as
 /// `ignored, xfail: <reason>`; a skip as `ignored, <reason>`; a summary line with the xfail
 /// and xpass counts follows libtest's.
-pub fn libtest_main(reg: &Registry, default_corpus: &Path, default_backends: &str) -> std::process::ExitCode {
+pub fn libtest_main(
+    reg: &Registry,
+    default_corpus: &Path,
+    default_backends: &str,
+) -> std::process::ExitCode {
     if let Some(code) = crate::backends::registry::serve_if_worker(reg) {
         return std::process::ExitCode::from(code.clamp(0, 255) as u8);
     }
@@ -670,7 +724,10 @@ pub fn libtest_run(
     use libtest_mimic::{Completion, Failed, Trial};
     let suite = Arc::new(load_suite(settings, reg)?);
     type Sink = Arc<Mutex<(Vec<Tally>, BTreeMap<String, &'static str>)>>;
-    let sink: Sink = Arc::new(Mutex::new((vec![Tally::default(); suite.backends.len()], BTreeMap::new())));
+    let sink: Sink = Arc::new(Mutex::new((
+        vec![Tally::default(); suite.backends.len()],
+        BTreeMap::new(),
+    )));
     let mut trials = vec![];
     for c in 0..suite.cases.len() {
         for b in 0..suite.backends.len() {
@@ -690,7 +747,9 @@ pub fn libtest_run(
                     match v {
                         Verdict::Pass => Ok(Completion::Completed),
                         Verdict::Skip(r) => Ok(Completion::ignored_with(r)),
-                        Verdict::XFail { reason, .. } => Ok(Completion::ignored_with(format!("xfail: {reason}"))),
+                        Verdict::XFail { reason, .. } => {
+                            Ok(Completion::ignored_with(format!("xfail: {reason}")))
+                        }
                         Verdict::XPass(m) => Err(Failed::from(format!("XPASS: {m}"))),
                         Verdict::Invalid(m) => Err(Failed::from(format!("invalid case: {m}"))),
                         Verdict::Fail { message, .. } => Err(Failed::from(message)),
@@ -733,7 +792,9 @@ pub fn diff(
                 "first difference at stage '{stage}': the interpreted kernels agree with the oracle, so the rendered code or the runtime differs\n{d}"
             ));
         }
-        report.stages.push(crate::stages::StageResult { stage, difference });
+        report
+            .stages
+            .push(crate::stages::StageResult { stage, difference });
     }
     Ok(report)
 }

@@ -288,7 +288,10 @@ pub fn parse_bits(dt: DType, b: &Bits) -> Result<Option<u64>, String> {
     let v = u64::from_str_radix(digits, 16)
         .map_err(|_| format!("element '{s}' is not a hex string \"0x…\""))?;
     if v & !mask(dt) != 0 {
-        return Err(format!("element '{s}' does not fit in {dt} ({} bits)", dt.bits()));
+        return Err(format!(
+            "element '{s}' does not fit in {dt} ({} bits)",
+            dt.bits()
+        ));
     }
     Ok(Some(v))
 }
@@ -436,10 +439,12 @@ fn elems(dtype: DType, bits: &[Bits], buffer: NodeId) -> Result<Vec<Elem>, Strin
     bits.iter()
         .enumerate()
         .map(|(index, b)| {
-            Ok(match parse_bits(dtype, b).map_err(|e| format!("element {index}: {e}"))? {
-                Some(v) => Elem::Bits(v),
-                None => Elem::Uninit { buffer, index },
-            })
+            Ok(
+                match parse_bits(dtype, b).map_err(|e| format!("element {index}: {e}"))? {
+                    Some(v) => Elem::Bits(v),
+                    None => Elem::Uninit { buffer, index },
+                },
+            )
         })
         .collect()
 }
@@ -587,7 +592,8 @@ pub fn schedule_outputs(
                 decl.size
             ));
         }
-        elems(decl.dtype, &ans.data, NodeId(u32::MAX - b.0)).map_err(|e| format!("buffer {}: {e}", b.0))
+        elems(decl.dtype, &ans.data, NodeId(u32::MAX - b.0))
+            .map_err(|e| format!("buffer {}: {e}", b.0))
     })
 }
 

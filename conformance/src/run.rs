@@ -85,7 +85,10 @@ pub fn check_oracle(case: &Case) -> Result<Vec<OutputDiff>, String> {
 
 /// Judges an oracle run (or its failure) against the case's expectations, like
 /// [`check_oracle`] without evaluating again.
-pub fn judge_oracle(case: &Case, result: &Result<OracleRun, RunError>) -> Result<Vec<OutputDiff>, String> {
+pub fn judge_oracle(
+    case: &Case,
+    result: &Result<OracleRun, RunError>,
+) -> Result<Vec<OutputDiff>, String> {
     match (&case.expect_error, result) {
         (Some(want), Ok(_)) => Err(format!(
             "expected an error ({}) but the oracle produced the outputs",

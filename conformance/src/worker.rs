@@ -21,7 +21,9 @@ use uopkit_interp::ir::DType;
 use crate::backends::{Backend, BackendError, Job};
 use crate::case::{Case, Compare, NanPolicy, Output, FORMAT};
 use crate::load;
-use crate::protocol::{self, Answer, Facts, Hello, Level, OutputBits, Request, ResultAnswer, RunRequest};
+use crate::protocol::{
+    self, Answer, Facts, Hello, Level, OutputBits, Request, ResultAnswer, RunRequest,
+};
 
 /// The environment variable that turns a harness binary into a worker for the named backend.
 pub const WORKER_ENV: &str = "UOPKIT_WORKER_BACKEND";
@@ -187,7 +189,9 @@ fn run_request(backend: &dyn Backend, req: &RunRequest) -> Result<ResultAnswer, 
         .map_err(|e| bad(e.to_string()))?;
     let mut opts = ScheduleOpts::from_env().map_err(&bad)?;
     if let Some(a) = &req.options.allreduce {
-        opts.allreduce = a.parse().map_err(|e| bad(format!("options.allreduce: {e}")))?;
+        opts.allreduce = a
+            .parse()
+            .map_err(|e| bad(format!("options.allreduce: {e}")))?;
     }
     let job = Job {
         case: &req.case,

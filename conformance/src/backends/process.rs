@@ -17,7 +17,6 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-
 use super::{Accepts, Backend, BackendError, Job, Ran};
 use crate::protocol::{self, Answer, Hello, Level, Options, Request, ResultAnswer};
 
@@ -342,7 +341,8 @@ impl ProcessBackend {
                 .map(|(c, _)| c)
                 .map_err(BackendError::Died)?;
         }
-        let ans = exchange(&mut c, line, self.limits.timeout, &self.name).map_err(BackendError::Died)?;
+        let ans =
+            exchange(&mut c, line, self.limits.timeout, &self.name).map_err(BackendError::Died)?;
         let answer_id = match &ans {
             Answer::Result(r) => Some(r.id),
             Answer::Unsupported { id, .. } | Answer::Error { id, .. } => Some(*id),
@@ -367,7 +367,9 @@ impl ProcessBackend {
                 message, restart, ..
             } => {
                 if restart {
-                    Err(BackendError::Died(format!("{message} (the process was replaced)")))
+                    Err(BackendError::Died(format!(
+                        "{message} (the process was replaced)"
+                    )))
                 } else {
                     self.checkin(c);
                     Err(BackendError::Failed(message))
@@ -393,7 +395,9 @@ impl Backend for ProcessBackend {
 
     fn skip_reason(&self, job: &Job) -> Option<String> {
         match self.hello.level {
-            Level::Graph => super::accepts_graph(&self.accepts(), job.graph, job.verified, &job.roots()),
+            Level::Graph => {
+                super::accepts_graph(&self.accepts(), job.graph, job.verified, &job.roots())
+            }
             // Checked on the kernel programs once scheduled.
             Level::Kernel => None,
         }

@@ -154,7 +154,11 @@ impl Registry {
             args: opts.worker_args.clone(),
             env: vec![(WORKER_ENV.to_string(), spec.to_string())],
         };
-        Ok(Arc::new(ProcessBackend::start(spec, sp, opts.limits.clone())?))
+        Ok(Arc::new(ProcessBackend::start(
+            spec,
+            sp,
+            opts.limits.clone(),
+        )?))
     }
 }
 
