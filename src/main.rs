@@ -243,7 +243,7 @@ fn real_main() -> ExitCode {
             out,
             allow_refusals,
         } => {
-            let (b, allow) = match open_one(&registry, &backend, &run, None) {
+            let (b, allow) = match open_one(&registry, &backend, &run) {
                 Ok(x) => x,
                 Err(code) => return code,
             };
@@ -294,7 +294,6 @@ fn open_one(
     registry: &Registry,
     spec: &str,
     run: &RunArgs,
-    corpus: Option<&Path>,
 ) -> Result<(Arc<dyn Backend>, Allowances), ExitCode> {
     let opts = run.open_opts().map_err(bad_input)?;
     let b = registry.open(spec, &opts).map_err(|e| {
@@ -302,12 +301,8 @@ fn open_one(
             "backend {spec}: {e}\nhint: `--backend oracle` runs the oracle alone"
         ))
     })?;
-    let mdir = harness::manifests_dir(corpus.unwrap_or(Path::new("corpus")), None);
-    let allow = match b.allowances() {
-        None => Allowances::strict(b.name()),
-        Some(m) => Allowances::load(&mdir.join("allowances").join(format!("{m}.json")))
-            .map_err(bad_input)?,
-    };
+    let mdir = harness::manifests_dir(Path::new("corpus"), None);
+    let allow = harness::allowances_for(b.as_ref(), &mdir).map_err(bad_input)?;
     Ok((b, allow))
 }
 
@@ -338,7 +333,7 @@ fn check(
     for w in &suite.warnings {
         eprintln!("warning: {w}");
     }
-    let results = suite.run_all(run.jobs(), &|_| {});
+    let results = suite.run_all(run.jobs());
     for r in &results {
         let show =
             r.verdict.is_failure() || (verbose && !matches!(r.verdict, harness::Verdict::Pass));
@@ -359,17 +354,13 @@ fn check(
             println!("  skipped {n}: {why}");
         }
     }
-    let invalid = suite
-        .cases
+    // Unreadable cases are invalid on every backend; count each case once.
+    let invalid = results
         .iter()
-        .enumerate()
-        .filter(|(c, e)| {
-            e.case.is_err()
-                || results
-                    .iter()
-                    .any(|r| r.case == *c && matches!(r.verdict, harness::Verdict::Invalid(_)))
-        })
-        .count();
+        .filter(|r| matches!(r.verdict, harness::Verdict::Invalid(_)))
+        .map(|r| r.case)
+        .collect::<std::collections::BTreeSet<_>>()
+        .len();
     println!(
         "{} case(s) selected in {}, {invalid} unreadable or invalid",
         suite.cases.len(),
@@ -488,7 +479,7 @@ fn diff(registry: &Registry, file: &Path, backend: &str, run: &RunArgs) -> ExitC
     let opened = if backend == "none" {
         None
     } else {
-        match open_one(registry, backend, run, None) {
+        match open_one(registry, backend, run) {
             Ok(x) => Some(x),
             Err(code) => return code,
         }

@@ -123,7 +123,7 @@ fn faults(c: &mut Checks) {
         open,
     };
     let suite = harness::load_suite(&settings, &registry()).expect("suite");
-    let results = suite.run_all(2, &|_| {});
+    let results = suite.run_all(2);
     let verdict = |case: &str, backend: &str| -> Verdict {
         results
             .iter()
@@ -203,9 +203,9 @@ fn fast_math(c: &mut Checks) {
         &reg,
     )
     .expect("suite");
-    let r1 = s1.run_all(2, &|_| {});
+    let r1 = s1.run_all(2);
     let s2 = harness::load_suite(&settings(&["oracle"], &[]), &reg).expect("suite");
-    let r2 = s2.run_all(2, &|_| {});
+    let r2 = s2.run_all(2);
     let oracle_bad: Vec<String> = r1
         .iter()
         .filter(|r| s1.backends[r.backend].backend.name() == "oracle" && r.verdict != Verdict::Pass)

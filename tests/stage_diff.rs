@@ -3,7 +3,15 @@
 //! oracle and the first stage that differs is the one after the `symbolic` pass.
 
 use uopkit_compiler::rewrite::faults;
-use uopkit_conformance::{load, stages};
+use uopkit_conformance::backends::cpu::Cpu;
+use uopkit_conformance::stages::DiffReport;
+use uopkit_conformance::{backend, harness, load};
+
+/// `uopkit diff` with the CPU backend in this thread (where the fault is switched on).
+fn diff(case: &uopkit_conformance::Case) -> Result<DiffReport, String> {
+    let allow = backend::cpu_allowances()?;
+    harness::diff(case, "", Some((&Cpu, allow)))
+}
 
 /// x = arange(6) as [3,2], permuted to [2,3], flattened, doubled: the flat index k reads
 /// x at (k % 3) * 2 + k / 3, a modulo the faulty rule drops.
@@ -24,7 +32,7 @@ const PERMUTED_RESHAPE: &str = r#"{
 #[test]
 fn every_stage_agrees_without_the_fault() {
     let case = load::parse_case(PERMUTED_RESHAPE).expect("the case parses");
-    let report = stages::diff(&case, true).expect("diff runs");
+    let report = diff(&case).expect("diff runs");
     assert!(report.agrees(), "{:?}", report.first);
     let names: Vec<&str> = report.stages.iter().map(|s| s.stage.as_str()).collect();
     assert_eq!(
@@ -41,7 +49,7 @@ fn every_stage_agrees_without_the_fault() {
 fn diff_names_the_pass_of_a_wrong_rule() {
     let case = load::parse_case(PERMUTED_RESHAPE).expect("the case parses");
     faults::set_active(&["fault_mod_drop"]);
-    let report = stages::diff(&case, true);
+    let report = diff(&case);
     faults::set_active(&[]);
     let report = report.expect("diff runs");
     assert!(

@@ -1,18 +1,18 @@
-//! Running a case through a compiled backend and diffing its outputs against the oracle.
-//! A case whose graph is undefined (it expects an error) is never sent to a backend: its
-//! behaviour there is undefined and may crash the process.
+//! What every backend's trial shares beside the comparison: the scheduler options a case asks
+//! for, schedule expectations and invariants checked on reported facts, the CPU manifest, and
+//! the CPU backend in this process for the fuzzer's fault injection and the schedule
+//! snapshots. A case whose graph is undefined (it expects an error) is never sent to a
+//! backend: its behaviour there is undefined and may crash the process.
 
 use std::sync::OnceLock;
-use uopkit_compiler::exec;
 
-use uopkit_compiler::schedule::{self, Schedule, ScheduleOpts};
-use uopkit_interp::ir::NodeId;
+use uopkit_compiler::schedule::{Schedule, ScheduleOpts};
 
 use crate::allowances::Allowances;
+use crate::backends::{cpu::Cpu, Ran};
 use crate::case::{Case, ScheduleExpect};
-use crate::compare;
+use crate::harness::{self, Verdict};
 use crate::protocol::Facts;
-use crate::run::{self, OracleRun};
 
 /// Whether the CPU backend can take this case today, or why not (the trial is then
 /// ignored with that reason).
@@ -26,8 +26,13 @@ pub fn cpu_skip_reason(case: &Case) -> Option<&'static str> {
 /// The scheduler's options for a case: the environment's (`UOPKIT_ALLREDUCE`), unless the
 /// case itself says how to lower ALLREDUCE (`"schedule": {"allreduce": "ring"}`).
 pub fn schedule_opts_for(case: &Case) -> Result<ScheduleOpts, String> {
+    schedule_opts_with(case.schedule.as_ref().and_then(|s| s.allreduce.as_deref()))
+}
+
+/// The environment's scheduler options, with ALLREDUCE lowered as `allreduce` says when given.
+pub fn schedule_opts_with(allreduce: Option<&str>) -> Result<ScheduleOpts, String> {
     let mut opts = ScheduleOpts::from_env()?;
-    if let Some(mode) = case.schedule.as_ref().and_then(|s| s.allreduce.as_deref()) {
+    if let Some(mode) = allreduce {
         opts.allreduce = mode
             .parse()
             .map_err(|e| format!("schedule.allreduce: {e}"))?;
@@ -50,63 +55,24 @@ pub fn check_cpu(case: &Case) -> Result<Schedule, String> {
 }
 
 /// Runs `case` (named `name` in the corpus, for the manifest's per-case overrides) on the
-/// CPU backend and compares every output with the oracle under the case's comparison mode
-/// and the backend's allowances; also checks the case's schedule expectations.
+/// CPU backend **in this process** (so thread-local settings such as the compiler's fault
+/// injection apply) and judges it like a trial ([`harness::judge_full`]); Ok with the
+/// schedule when it passes.
 pub fn check_cpu_with(case: &Case, name: &str, allow: &Allowances) -> Result<Schedule, String> {
-    let oracle = run::run_oracle(case).map_err(|e| format!("the oracle failed: {e}"))?;
-    let roots: Vec<NodeId> = case
-        .outputs
-        .iter()
-        .map(|o| oracle.loaded.arena(o.node))
-        .collect::<Result<_, _>>()
-        .map_err(|e| e.to_string())?;
-    let mut opts = ScheduleOpts::from_env()?;
-    if let Some(mode) = case.schedule.as_ref().and_then(|s| s.allreduce.as_deref()) {
-        opts.allreduce = mode
-            .parse()
-            .map_err(|e| format!("schedule.allreduce: {e}"))?;
-    }
-    let sched = schedule::schedule_opts(&oracle.loaded.graph, &oracle.verified, &roots, &opts)
-        .map_err(|e| format!("scheduler: {}", oracle_error_ids(&oracle, e)))?;
-    let values = exec::run(&sched, &oracle.loaded.inputs).map_err(|e| format!("{e}"))?;
-    let mut report = match compare::check_outputs(case, name, &oracle, &values, allow) {
-        Ok(_) => String::new(),
-        Err(r) => r,
-    };
-    report += &check_invariants(&sched);
-    if let Some(exp) = &case.schedule {
-        report += &check_schedule(exp, &sched, &oracle);
-    }
-    if report.is_empty() {
-        Ok(sched)
-    } else {
-        Err(format!("{report}schedule:\n{sched}"))
+    match harness::judge_full(case, name, &Cpu, allow) {
+        (
+            Verdict::Pass,
+            Some(Ran {
+                schedule: Some(s), ..
+            }),
+        ) => Ok(s),
+        (Verdict::Pass, _) => Err("the CPU backend returned no schedule".into()),
+        (v, _) => Err(v.detail().unwrap_or(v.label()).to_string()),
     }
 }
 
-fn oracle_error_ids(oracle: &OracleRun, e: schedule::ScheduleError) -> String {
-    let id = oracle
-        .loaded
-        .file_id
-        .get(e.node.index())
-        .copied()
-        .unwrap_or(u64::from(e.node.0));
-    format!("node {id}: {}", e.reason)
-}
-
-/// What every schedule must satisfy, whatever the case expects: no COPY from a device to
-/// itself.
-pub fn check_invariants(s: &Schedule) -> String {
-    let mut r = String::new();
-    for (i, (dst, src)) in s.copy_pairs().iter().enumerate() {
-        if dst == src {
-            r += &format!("schedule: COPY {i} copies from {src} to itself\n");
-        }
-    }
-    r
-}
-
-/// [`check_invariants`] on a backend's reported facts.
+/// What every schedule must satisfy, whatever the case expects, checked on a backend's
+/// reported facts: no COPY from a device to itself.
 pub fn check_invariant_facts(f: &Facts) -> String {
     let mut r = String::new();
     for (i, (dst, src)) in f.copy_pairs.iter().flatten().enumerate() {
@@ -115,12 +81,6 @@ pub fn check_invariant_facts(f: &Facts) -> String {
         }
     }
     r
-}
-
-/// The case's expectations about the schedule, checked on the real one.
-pub fn check_schedule(exp: &ScheduleExpect, s: &Schedule, oracle: &OracleRun) -> String {
-    let facts = crate::backends::facts_of(s, &oracle.loaded.file_id);
-    check_schedule_facts(exp, Some(&facts))
 }
 
 /// The case's expectations about the schedule, checked on the facts a backend reported

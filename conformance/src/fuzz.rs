@@ -84,18 +84,9 @@ pub enum Error {
     Generate(String),
 }
 
-/// How a backend failed on a case. Shrinking keeps the class.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum FailClass {
-    /// Outputs differ from the oracle's.
-    Mismatch,
-    /// The scheduler refused the graph (a limitation rather than a wrong result).
-    Refused,
-    /// The backend could not lower, compile or run the case, or gave no value.
-    Backend,
-    /// The backend panicked.
-    Panic,
-}
+/// How a backend failed on a case (the harness's [`harness::FailKind`]). Shrinking keeps the
+/// class.
+pub use crate::harness::FailKind as FailClass;
 
 /// The outcome of one case on a backend.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -110,46 +101,25 @@ pub enum Verdict {
     },
 }
 
-/// Runs `case` on the CPU backend in this process and compares with the oracle (panics
-/// caught), so thread-local settings such as the compiler's fault injection apply.
-pub fn check_cpu_case(case: &Case) -> Verdict {
-    match backend::cpu_allowances() {
-        Ok(allow) => check_on(&crate::backends::cpu::Cpu, allow, case),
-        Err(e) => Verdict::Fail {
-            class: FailClass::Backend,
-            message: e,
-        },
-    }
-}
-
-/// Judges `case` on `b` through the harness ([`harness::judge`]) and classifies the result.
+/// Judges `case` on `b` through the harness ([`harness::judge`]) and classifies the result:
+/// anything that is not a failure of the backend (the oracle's own errors, undefined
+/// programs, invalid graphs) is a skip.
 pub fn check_on(b: &dyn Backend, allow: &Allowances, case: &Case) -> Verdict {
-    use crate::harness::{FailKind, Verdict as V};
+    use crate::harness::Verdict as V;
     match harness::judge(case, "", b, allow) {
         V::Pass => Verdict::Pass,
         V::Skip(r) => Verdict::Skip(r),
         V::Invalid(m) => Verdict::Skip(format!("invalid: {m}")),
         V::XFail { failure, .. } => Verdict::Skip(failure),
         V::XPass(m) => Verdict::Skip(m),
-        V::Fail { kind, message } => {
-            let class = match kind {
-                FailKind::Mismatch => FailClass::Mismatch,
-                FailKind::Refused => FailClass::Refused,
-                FailKind::Crash => FailClass::Panic,
-                FailKind::Backend => FailClass::Backend,
-                // The generated program is undefined or beyond the oracle: not a test.
-                FailKind::Oracle | FailKind::Expectation => return Verdict::Skip(message),
-            };
-            Verdict::Fail { class, message }
-        }
-    }
-}
-
-/// Checks a case on the named backend.
-pub fn check_case(backend: &str, case: &Case) -> Result<Verdict, Error> {
-    match backend {
-        "cpu" => Ok(check_cpu_case(case)),
-        other => Err(Error::UnknownBackend(other.to_string())),
+        V::Fail {
+            kind: FailClass::Oracle | FailClass::Expectation,
+            message,
+        } => Verdict::Skip(message),
+        V::Fail { kind, message } => Verdict::Fail {
+            class: kind,
+            message,
+        },
     }
 }
 

@@ -15,7 +15,7 @@ use uopkit_interp::kernel::{KArg, Program};
 use uopkit_interp::verify::Verified;
 
 use crate::case::NodeJson;
-use crate::gen::export::arg_json;
+use crate::gen::export::graph_nodes;
 
 pub const PROTOCOL: &str = "uopkit-backend/1";
 
@@ -318,33 +318,18 @@ pub fn graph_request(
     options: Options,
 ) -> (RunRequest, Vec<NodeId>) {
     let roots: Vec<NodeId> = outputs.iter().map(|o| o.1).collect();
-    let order = g.reachable(&roots);
-    let req_id: BTreeMap<NodeId, u64> = order
+    let (graph, order, req_id) = graph_nodes(g, &roots);
+    let ins = order
         .iter()
-        .enumerate()
-        .map(|(i, &n)| (n, i as u64))
+        .filter(|&&n| g.node(n).op == Op::BUFFER)
+        .filter_map(|&n| {
+            inputs.get(&n).map(|init| InputBits {
+                node: req_id[&n],
+                dtype: g.node(n).dtype.name().to_string(),
+                components: init.iter().map(|c| bits_of(c)).collect(),
+            })
+        })
         .collect();
-    let mut graph = Vec::with_capacity(order.len());
-    let mut ins = vec![];
-    for &n in &order {
-        let node = g.node(n);
-        graph.push(NodeJson {
-            id: req_id[&n],
-            op: node.op,
-            dtype: node.dtype,
-            src: node.src.iter().map(|s| req_id[s]).collect(),
-            arg: arg_json(node.op, node.dtype, &node.arg),
-        });
-        if node.op == Op::BUFFER {
-            if let Some(init) = inputs.get(&n) {
-                ins.push(InputBits {
-                    node: req_id[&n],
-                    dtype: node.dtype.name().to_string(),
-                    components: init.iter().map(|c| bits_of(c)).collect(),
-                });
-            }
-        }
-    }
     let outputs = outputs
         .iter()
         .map(|(name, n)| {

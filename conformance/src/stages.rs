@@ -6,13 +6,14 @@
 //! 1. `kernels: lowered` — the scheduled kernels with no rewrite pass, run by the kernel
 //!    interpreter on the real buffers in schedule order;
 //! 2. `kernels: after <pass>` — the same after each rewrite pass (cumulative);
-//! 3. `rendered: <backend>` — the rendered code compiled and run by the backend.
+//! 3. `rendered: <backend>` — the rendered code compiled and run by the backend, judged like a
+//!    trial (`harness::diff`).
 
 use std::collections::BTreeMap;
 
+use uopkit_compiler::rewrite;
 use uopkit_compiler::rewrite::RuleSet;
 use uopkit_compiler::schedule::{self, BufId, BufferKind, Schedule, Step};
-use uopkit_compiler::{exec, rewrite};
 use uopkit_interp::eval::{BufferInit, Elem, Value};
 use uopkit_interp::ir::NodeId;
 use uopkit_interp::kernel::interp::{run as run_kernel, RunOpts};
@@ -163,22 +164,6 @@ fn schedule_case(run: &OracleRun, case: &Case, passes: &[RuleSet]) -> Result<Sch
         .map_err(|e| format!("scheduler: {e}"))
 }
 
-/// The `kernels::` trial: the scheduled, lowered programs (after all default passes) run by
-/// the kernel interpreter must match the tensor-level oracle.
-pub fn check_kernels(case: &Case) -> Result<(), String> {
-    let run = run::run_oracle(case).map_err(|e| format!("the oracle failed: {e}"))?;
-    let want = run::output_values(case, &run).map_err(|e| e.to_string())?;
-    let sched = schedule_case(&run, case, &schedule::default_passes())?;
-    let trace = interpret_schedule(&sched, &run.loaded.inputs, &RunOpts::default())
-        .map_err(|e| format!("kernel interpreter: {e}\nschedule:\n{sched}"))?;
-    let report = diff_outputs(case, &want, &trace.outputs);
-    if report.is_empty() {
-        Ok(())
-    } else {
-        Err(format!("{report}schedule:\n{sched}"))
-    }
-}
-
 /// One stage's verdict.
 #[derive(Clone, Debug)]
 pub struct StageResult {
@@ -201,8 +186,9 @@ impl DiffReport {
     }
 }
 
-/// Runs the stages in order and pins the first difference from the oracle.
-pub fn diff(case: &Case, with_backend: bool) -> Result<DiffReport, String> {
+/// Runs the interpreted stages in order and pins the first difference from the oracle (the
+/// rendered stage on a backend is added by `harness::diff`).
+pub fn diff(case: &Case) -> Result<DiffReport, String> {
     if case.expect_error.is_some() {
         return Err(
             "the case expects an error: its graph is undefined, so it is oracle-only".into(),
@@ -263,24 +249,6 @@ pub fn diff(case: &Case, with_backend: bool) -> Result<DiffReport, String> {
         if let Some(t) = trace {
             previous = Some((stage, sched, t));
         }
-    }
-    if with_backend {
-        let stage = "rendered: cpu".to_string();
-        let sched = schedule_case(&run, case, &passes)?;
-        let difference = match exec::run(&sched, &run.loaded.inputs) {
-            Err(e) => Some(e.to_string()),
-            Ok(values) => {
-                let d = diff_outputs(case, &want, &values);
-                (!d.is_empty()).then_some(d)
-            }
-        };
-        if let (Some(d), None) = (&difference, &first) {
-            first = Some(format!(
-                "first difference at stage '{stage}': the interpreted kernels agree with the oracle, so the rendered C or the \
-                 runtime differs\n{d}"
-            ));
-        }
-        stages.push(StageResult { stage, difference });
     }
     Ok(DiffReport { stages, first })
 }

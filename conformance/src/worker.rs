@@ -15,15 +15,13 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use serde_json::Value as Json;
 use uopkit_compiler::runtime::fpenv;
-use uopkit_compiler::schedule::ScheduleOpts;
 use uopkit_interp::ir::DType;
 
-use crate::backends::{Backend, BackendError, Job};
+use crate::backend::schedule_opts_with;
+use crate::backends::{panic_message, Backend, BackendError, Job};
 use crate::case::{Case, Compare, NanPolicy, Output, FORMAT};
 use crate::load;
-use crate::protocol::{
-    self, Answer, Facts, Hello, Level, OutputBits, Request, ResultAnswer, RunRequest,
-};
+use crate::protocol::{self, Answer, Hello, Level, OutputBits, Request, ResultAnswer, RunRequest};
 
 /// The environment variable that turns a harness binary into a worker for the named backend.
 pub const WORKER_ENV: &str = "UOPKIT_WORKER_BACKEND";
@@ -90,14 +88,6 @@ pub fn serve(backend: &dyn Backend) -> i32 {
                     (Ok(Err(BackendError::Unsupported(reason))), None) => {
                         (Answer::Unsupported { id, reason }, false)
                     }
-                    (Ok(Err(e @ BackendError::Refused(_))), None) => (
-                        Answer::Error {
-                            id,
-                            message: e.to_string(),
-                            restart: false,
-                        },
-                        false,
-                    ),
                     (Ok(Err(e)), None) => (
                         Answer::Error {
                             id,
@@ -106,21 +96,18 @@ pub fn serve(backend: &dyn Backend) -> i32 {
                         },
                         false,
                     ),
-                    (Err(p), None) => {
-                        let text = p
-                            .downcast_ref::<String>()
-                            .cloned()
-                            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-                            .unwrap_or_default();
-                        (
-                            Answer::Error {
-                                id,
-                                message: format!("{} panicked: {text}", backend.name()),
-                                restart: true,
-                            },
-                            true,
-                        )
-                    }
+                    (Err(p), None) => (
+                        Answer::Error {
+                            id,
+                            message: format!(
+                                "{} panicked: {}",
+                                backend.name(),
+                                panic_message(p.as_ref())
+                            ),
+                            restart: true,
+                        },
+                        true,
+                    ),
                 }
             }
         };
@@ -187,12 +174,7 @@ fn run_request(backend: &dyn Backend, req: &RunRequest) -> Result<ResultAnswer, 
         .map(|o| loaded.arena(o.node).map(|n| (o.name.clone(), n)))
         .collect::<Result<_, _>>()
         .map_err(|e| bad(e.to_string()))?;
-    let mut opts = ScheduleOpts::from_env().map_err(&bad)?;
-    if let Some(a) = &req.options.allreduce {
-        opts.allreduce = a
-            .parse()
-            .map_err(|e| bad(format!("options.allreduce: {e}")))?;
-    }
+    let opts = schedule_opts_with(req.options.allreduce.as_deref()).map_err(&bad)?;
     let job = Job {
         case: &req.case,
         graph: &loaded.graph,
@@ -217,6 +199,6 @@ fn run_request(backend: &dyn Backend, req: &RunRequest) -> Result<ResultAnswer, 
         id: req.id,
         outputs: Some(outs),
         buffers: None,
-        schedule: ran.facts.map(|f: Facts| f),
+        schedule: ran.facts,
     })
 }

@@ -25,7 +25,7 @@ impl Backend for Cpu {
         Ok(Ran {
             outputs,
             facts: Some(schedule_facts(&sched, job)),
-            schedule: Some(sched.to_string()),
+            schedule: Some(sched),
         })
     }
 }

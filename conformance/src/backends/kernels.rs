@@ -24,7 +24,7 @@ impl Backend for Kernels {
         Ok(Ran {
             outputs: trace.outputs,
             facts: Some(schedule_facts(&sched, job)),
-            schedule: Some(sched.to_string()),
+            schedule: Some(sched),
         })
     }
 }

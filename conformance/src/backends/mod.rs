@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 
 use uopkit_compiler::schedule::{Schedule, ScheduleOpts};
 use uopkit_interp::eval::{BufferInit, Value};
-use uopkit_interp::ir::{Graph, NodeId, Op};
+use uopkit_interp::ir::{Graph, NodeId};
 use uopkit_interp::verify::Verified;
 
 pub use crate::protocol::{Accepts, Facts};
@@ -72,8 +72,8 @@ pub struct Ran {
     pub outputs: Vec<Option<Value>>,
     /// Schedule facts (graph buffer ids in case-file ids); None when the backend has none.
     pub facts: Option<Facts>,
-    /// The schedule, when the backend ran uopkit's own (for failure reports).
-    pub schedule: Option<String>,
+    /// uopkit's schedule, when the backend ran one (for failure reports and snapshots).
+    pub schedule: Option<Schedule>,
 }
 
 /// Why a backend did not produce outputs.
@@ -123,6 +123,14 @@ pub trait Backend: Send + Sync {
     fn run(&self, job: &Job) -> Result<Ran, BackendError>;
 }
 
+/// The text of a caught panic.
+pub fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
+    p.downcast_ref::<String>()
+        .cloned()
+        .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_default()
+}
+
 /// Device kind of a device name: `CPU:1` → `CPU`.
 fn device_kind(d: &str) -> &str {
     d.split(':').next().unwrap_or(d)
@@ -154,9 +162,6 @@ pub fn accepts_graph(acc: &Accepts, g: &Graph, ver: &Verified, roots: &[NodeId])
                         return Some(format!("device {name} not accepted"));
                     }
                 }
-            }
-            if node.op == Op::COPY || node.op == Op::BUFFER {
-                // Covered by the node's own device above.
             }
         }
     }

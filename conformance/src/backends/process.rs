@@ -459,7 +459,7 @@ impl Backend for ProcessBackend {
                 Ok(Ran {
                     outputs,
                     facts: Some(super::schedule_facts(&sched, job)),
-                    schedule: Some(sched.to_string()),
+                    schedule: Some(sched),
                 })
             }
         }

@@ -72,6 +72,34 @@ pub fn init_json(dtype: DType, init: &BufferInit) -> Result<Option<Init>, String
     }
 }
 
+/// What `roots` reach in `g` as case-file nodes numbered 0.. in dependency order, with the
+/// order (the graph node of each file id) and the file id of each graph node.
+pub fn graph_nodes(
+    g: &Graph,
+    roots: &[NodeId],
+) -> (Vec<NodeJson>, Vec<NodeId>, BTreeMap<NodeId, u64>) {
+    let order = g.reachable(roots);
+    let file_id: BTreeMap<NodeId, u64> = order
+        .iter()
+        .enumerate()
+        .map(|(i, &id)| (id, i as u64))
+        .collect();
+    let nodes = order
+        .iter()
+        .map(|&id| {
+            let n = g.node(id);
+            NodeJson {
+                id: file_id[&id],
+                op: n.op,
+                dtype: n.dtype,
+                src: n.src.iter().map(|s| file_id[s]).collect(),
+                arg: arg_json(n.op, n.dtype, &n.arg),
+            }
+        })
+        .collect();
+    (nodes, order, file_id)
+}
+
 /// A case holding what `outputs` (name, node) reach in `g`, with `inputs` as the buffers'
 /// contents and empty expectations. Node ids are 0.. in dependency order.
 pub fn export(
@@ -83,23 +111,10 @@ pub fn export(
 ) -> Result<Case, String> {
     let ver = verify::verify(g).map_err(|e| format!("the graph does not verify: {e}"))?;
     let roots: Vec<NodeId> = outputs.iter().map(|o| o.1).collect();
-    let order = g.reachable(&roots);
-    let file_id: BTreeMap<NodeId, u64> = order
-        .iter()
-        .enumerate()
-        .map(|(i, &id)| (id, i as u64))
-        .collect();
-    let mut graph = vec![];
+    let (graph, order, file_id) = graph_nodes(g, &roots);
     let mut case_inputs = BTreeMap::new();
     for &id in &order {
         let n = g.node(id);
-        graph.push(NodeJson {
-            id: file_id[&id],
-            op: n.op,
-            dtype: n.dtype,
-            src: n.src.iter().map(|s| file_id[s]).collect(),
-            arg: arg_json(n.op, n.dtype, &n.arg),
-        });
         if n.op == Op::BUFFER {
             if let Some(init) = inputs.get(&id) {
                 if let Some(i) =

@@ -1,0 +1,223 @@
+//! Judging one trial: a backend's outputs against the oracle (or, for the reference, the case's
+//! own expectations), then the xfail manifest.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use uopkit_interp::ir::NodeId;
+
+use crate::allowances::Allowances;
+use crate::backend::{check_invariant_facts, check_schedule_facts, schedule_opts_for};
+use crate::backends::{panic_message, Backend, BackendError, Job, Ran, Role};
+use crate::case::Case;
+use crate::compare;
+use crate::run::{self, RunError};
+use crate::xfail::{Outcome, Xfail};
+
+/// How a failure came about (the fuzzer shrinks by class).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum FailKind {
+    /// Outputs (or schedule facts) differ from the oracle's.
+    Mismatch,
+    /// The compiler refused to schedule the graph.
+    Refused,
+    /// The backend reported an error.
+    Backend,
+    /// The backend's process died, hung, ran out of memory, changed the FP environment, or
+    /// uopkit itself panicked.
+    Crash,
+    /// The oracle could not evaluate the case (it is not undefined: a bug or a limit).
+    Oracle,
+    /// The reference trial: the oracle disagrees with the case's expectations.
+    Expectation,
+}
+
+/// What one trial came to.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Verdict {
+    Pass,
+    Fail {
+        kind: FailKind,
+        message: String,
+    },
+    /// Not run on this backend, with the reason.
+    Skip(String),
+    /// Listed in the xfail manifest and failed as listed.
+    XFail {
+        reason: String,
+        failure: String,
+    },
+    /// Listed in the xfail manifest but passed (a failure of the run).
+    XPass(String),
+    /// The case file cannot be read or its graph is invalid (and it does not expect that).
+    Invalid(String),
+}
+
+impl Verdict {
+    pub fn label(&self) -> &'static str {
+        match self {
+            Verdict::Pass => "ok",
+            Verdict::Fail { .. } => "FAIL",
+            Verdict::Skip(_) => "skip",
+            Verdict::XFail { .. } => "xfail",
+            Verdict::XPass(_) => "XPASS",
+            Verdict::Invalid(_) => "BAD",
+        }
+    }
+
+    /// Whether the run fails because of it.
+    pub fn is_failure(&self) -> bool {
+        matches!(
+            self,
+            Verdict::Fail { .. } | Verdict::XPass(_) | Verdict::Invalid(_)
+        )
+    }
+
+    /// The text to show beside the label.
+    pub fn detail(&self) -> Option<&str> {
+        match self {
+            Verdict::Pass => None,
+            Verdict::Fail { message, .. } => Some(message),
+            Verdict::Skip(r) => Some(r),
+            Verdict::XFail { reason, .. } => Some(reason),
+            Verdict::XPass(m) | Verdict::Invalid(m) => Some(m),
+        }
+    }
+
+    pub fn fail(kind: FailKind, message: impl Into<String>) -> Verdict {
+        Verdict::Fail {
+            kind,
+            message: message.into(),
+        }
+    }
+}
+
+/// Judges `case` (named `name`) on `backend`, without the xfail manifest. Never panics: a
+/// panic inside uopkit is a `Crash` failure of the trial.
+pub fn judge(case: &Case, name: &str, backend: &dyn Backend, allow: &Allowances) -> Verdict {
+    judge_full(case, name, backend, allow).0
+}
+
+/// [`judge`], also returning what the backend computed when it ran.
+pub fn judge_full(
+    case: &Case,
+    name: &str,
+    backend: &dyn Backend,
+    allow: &Allowances,
+) -> (Verdict, Option<Ran>) {
+    catch_unwind(AssertUnwindSafe(|| judge_inner(case, name, backend, allow))).unwrap_or_else(|p| {
+        let v = Verdict::fail(
+            FailKind::Crash,
+            format!(
+                "uopkit panicked on this case (a bug: please report it with the case): {}",
+                panic_message(p.as_ref())
+            ),
+        );
+        (v, None)
+    })
+}
+
+fn judge_inner(
+    case: &Case,
+    name: &str,
+    backend: &dyn Backend,
+    allow: &Allowances,
+) -> (Verdict, Option<Ran>) {
+    let only = |v: Verdict| (v, None);
+    if backend.role() == Role::Reference {
+        let result = run::run_oracle(case);
+        if let (None, Err(RunError::Load(e))) = (&case.expect_error, &result) {
+            return only(Verdict::Invalid(e.to_string()));
+        }
+        return only(match run::judge_oracle(case, &result) {
+            Ok(_) => Verdict::Pass,
+            Err(report) => Verdict::fail(FailKind::Expectation, report),
+        });
+    }
+    if case.expect_error.is_some() {
+        return only(Verdict::Skip(
+            "undefined or invalid graph: oracle-only".into(),
+        ));
+    }
+    let oracle = match run::run_oracle(case) {
+        Ok(o) => o,
+        Err(RunError::Load(e)) => return only(Verdict::Invalid(e.to_string())),
+        Err(e) => {
+            return only(Verdict::fail(
+                FailKind::Oracle,
+                format!("the oracle failed: {e}"),
+            ))
+        }
+    };
+    let outputs: Vec<(String, NodeId)> = match case
+        .outputs
+        .iter()
+        .map(|o| oracle.loaded.arena(o.node).map(|n| (o.name.clone(), n)))
+        .collect::<Result<_, _>>()
+    {
+        Ok(o) => o,
+        Err(e) => return only(Verdict::Invalid(e.to_string())),
+    };
+    let opts = match schedule_opts_for(case) {
+        Ok(o) => o,
+        Err(e) => return only(Verdict::Invalid(e)),
+    };
+    let job = Job {
+        case: name,
+        graph: &oracle.loaded.graph,
+        verified: &oracle.verified,
+        inputs: &oracle.loaded.inputs,
+        outputs: &outputs,
+        file_id: &oracle.loaded.file_id,
+        opts,
+        allreduce: case.schedule.as_ref().and_then(|s| s.allreduce.clone()),
+    };
+    if let Some(why) = backend.skip_reason(&job) {
+        return only(Verdict::Skip(why));
+    }
+    let ran = match backend.run(&job) {
+        Ok(r) => r,
+        Err(BackendError::Unsupported(r)) => return only(Verdict::Skip(r)),
+        Err(e @ BackendError::Refused(_)) => {
+            return only(Verdict::fail(FailKind::Refused, e.to_string()))
+        }
+        Err(BackendError::Failed(m)) => return only(Verdict::fail(FailKind::Backend, m)),
+        Err(BackendError::Died(m)) => return only(Verdict::fail(FailKind::Crash, m)),
+    };
+    let mut report = match compare::check_outputs(case, name, &oracle, &ran.outputs, allow) {
+        Ok(_) => String::new(),
+        Err(r) => r,
+    };
+    if let Some(f) = &ran.facts {
+        report += &check_invariant_facts(f);
+    }
+    if let Some(exp) = &case.schedule {
+        report += &check_schedule_facts(exp, ran.facts.as_ref());
+    }
+    if report.is_empty() {
+        return (Verdict::Pass, Some(ran));
+    }
+    if let Some(s) = &ran.schedule {
+        report += &format!("schedule:\n{s}");
+    }
+    (Verdict::fail(FailKind::Mismatch, report), Some(ran))
+}
+
+/// Applies the xfail manifest to a verdict ([`Xfail::outcome`]: a listed failure is `xfail`
+/// when it fails as listed, a listed pass is `xpass`).
+pub fn apply_xfail(xf: &Xfail, case: &str, backend: &str, v: Verdict) -> Verdict {
+    if xf.entry(case, backend).is_none() {
+        return v;
+    }
+    match v {
+        Verdict::Pass => match xf.outcome(case, backend, Ok(())) {
+            Err(m) => Verdict::XPass(m),
+            Ok(_) => Verdict::Pass,
+        },
+        Verdict::Fail { kind, message } => match xf.outcome(case, backend, Err(message)) {
+            Ok(Outcome::ExpectedFailure { reason, failure }) => Verdict::XFail { reason, failure },
+            Ok(Outcome::Passed) => Verdict::Pass,
+            Err(m) => Verdict::fail(kind, m),
+        },
+        other => other,
+    }
+}

@@ -1,0 +1,100 @@
+//! The harness as a libtest-mimic test binary (`tests/conformance.rs`, or a backend crate's own).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use super::{
+    load_suite, on_big_stack, settings_from_env, FailKind, Settings, SetupError, Tally, Verdict,
+};
+use crate::backends::registry::Registry;
+
+/// The main of a libtest-mimic conformance test binary: one trial per case × backend, the
+/// backends from `UOPKIT_BACKENDS` (default `default_backends`), the corpus from
+/// `UOPKIT_CORPUS` (default `default_corpus`). Compiled backends run in worker processes
+/// that are this very binary (see `crate::worker`). An expected failure shows as
+/// `ignored, xfail: <reason>`; a skip as `ignored, <reason>`; a summary line with the xfail
+/// and xpass counts follows libtest's.
+pub fn libtest_main(
+    reg: &Registry,
+    default_corpus: &Path,
+    default_backends: &str,
+) -> std::process::ExitCode {
+    if let Some(code) = crate::backends::registry::serve_if_worker(reg) {
+        return std::process::ExitCode::from(code.clamp(0, 255) as u8);
+    }
+    let args = libtest_mimic::Arguments::from_args();
+    let settings = match settings_from_env(default_corpus, default_backends) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return std::process::ExitCode::from(2);
+        }
+    };
+    match libtest_run(reg, &settings, &args) {
+        Ok((conclusion, _)) => conclusion.exit_code(),
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::ExitCode::from(2)
+        }
+    }
+}
+
+/// Runs the suite `settings` describes as libtest-mimic trials under `args`; returns
+/// libtest's conclusion and each trial's verdict label (`ok`, `FAIL`, `skip`, `xfail`,
+/// `XPASS`, `BAD`) by trial name, in name order.
+pub fn libtest_run(
+    reg: &Registry,
+    settings: &Settings,
+    args: &libtest_mimic::Arguments,
+) -> Result<(libtest_mimic::Conclusion, Vec<(String, &'static str)>), SetupError> {
+    use libtest_mimic::{Completion, Failed, Trial};
+    let suite = Arc::new(load_suite(settings, reg)?);
+    type Sink = Arc<Mutex<(Vec<Tally>, BTreeMap<String, &'static str>)>>;
+    let sink: Sink = Arc::new(Mutex::new((
+        vec![Tally::default(); suite.backends.len()],
+        BTreeMap::new(),
+    )));
+    let mut trials = vec![];
+    for c in 0..suite.cases.len() {
+        for b in 0..suite.backends.len() {
+            let (suite2, sink2) = (suite.clone(), sink.clone());
+            let name = suite.trial_name(c, b);
+            let kind = suite.backends[b].backend.name().to_string();
+            trials.push(
+                Trial::ignorable_test(name.clone(), move || {
+                    let s = suite2.clone();
+                    let v = on_big_stack(move || s.run_trial(c, b))
+                        .unwrap_or_else(|e| Verdict::fail(FailKind::Crash, e));
+                    {
+                        let mut g = sink2.lock().unwrap_or_else(|e| e.into_inner());
+                        g.0[b].add(&v);
+                        g.1.insert(name, v.label());
+                    }
+                    match v {
+                        Verdict::Pass => Ok(Completion::Completed),
+                        Verdict::Skip(r) => Ok(Completion::ignored_with(r)),
+                        Verdict::XFail { reason, .. } => {
+                            Ok(Completion::ignored_with(format!("xfail: {reason}")))
+                        }
+                        Verdict::XPass(m) => Err(Failed::from(format!("XPASS: {m}"))),
+                        Verdict::Invalid(m) => Err(Failed::from(format!("invalid case: {m}"))),
+                        Verdict::Fail { message, .. } => Err(Failed::from(message)),
+                    }
+                })
+                .with_kind(kind),
+            );
+        }
+    }
+    let conclusion = libtest_mimic::run(args, trials);
+    let g = sink.lock().unwrap_or_else(|e| e.into_inner());
+    if !args.list {
+        for (slot, t) in suite.backends.iter().zip(g.0.iter()) {
+            if t != &Tally::default() {
+                eprintln!("{}: {}", slot.backend.name(), t.line());
+            }
+        }
+    }
+    let labels = g.1.iter().map(|(k, v)| (k.clone(), *v)).collect();
+    Ok((conclusion, labels))
+}

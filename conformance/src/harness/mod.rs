@@ -1,0 +1,25 @@
+//! The one conformance harness: it lists trials (case × backend), runs them and judges them,
+//! for `uopkit check`, `tests/conformance.rs` (libtest-mimic, [`libtest_main`]), `uopkit fuzz`
+//! and `uopkit diff`, and for a backend crate's own `cargo test`.
+//!
+//! A trial's verdict ([`Verdict`]): the reference backend (the oracle) is judged against the
+//! case's own expected values; every other backend against the oracle's values under the
+//! case's comparison modes and the backend's allowance manifest, plus the case's schedule
+//! expectations on the facts the backend reports. `manifests/xfail.json` then turns a
+//! listed failure into `xfail` and a listed pass into `xpass` (a failure: the list cannot go
+//! stale).
+
+mod diff;
+mod env;
+mod judge;
+mod libtest;
+mod suite;
+
+pub use diff::diff;
+pub use env::{apply_limits_env, parse_bytes, settings_from_env, split_backends};
+pub use judge::{apply_xfail, judge, judge_full, FailKind, Verdict};
+pub use libtest::{libtest_main, libtest_run};
+pub use suite::{
+    allowances_for, default_jobs, load_suite, manifests_dir, on_big_stack, tallies, CaseEntry,
+    Settings, SetupError, Slot, Suite, Tally, TrialResult,
+};

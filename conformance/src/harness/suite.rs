@@ -1,0 +1,375 @@
+//! A run: the selected cases, the opened backends with their manifests, and running every
+//! trial in parallel.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use super::{apply_xfail, judge, Verdict};
+use crate::allowances::Allowances;
+use crate::backends::registry::{OpenOpts, Registry};
+use crate::backends::Backend;
+use crate::case::Case;
+use crate::corpus;
+use crate::load;
+use crate::xfail::{self, Xfail};
+
+/// Where the manifests are: `--manifests`, else `manifests/` beside the corpus directory,
+/// else the repository's own.
+pub fn manifests_dir(corpus: &Path, explicit: Option<&Path>) -> PathBuf {
+    if let Some(m) = explicit {
+        return m.to_path_buf();
+    }
+    let beside = corpus
+        .canonicalize()
+        .ok()
+        .and_then(|c| c.parent().map(|p| p.join("manifests")));
+    match beside {
+        Some(b) if b.is_dir() => b,
+        _ => crate::allowances::default_dir(),
+    }
+}
+
+/// What a run is asked to do.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    pub corpus: PathBuf,
+    /// None: [`manifests_dir`].
+    pub manifests: Option<PathBuf>,
+    pub backends: Vec<String>,
+    /// Case selection: a path to a case file or a directory (under the corpus), or text the
+    /// case's name contains. Empty: every case. A selection that selects nothing is an error.
+    pub filters: Vec<String>,
+    pub open: OpenOpts,
+}
+
+/// One case of the selection.
+pub struct CaseEntry {
+    pub name: String,
+    pub file: PathBuf,
+    /// The case, or why it cannot be read.
+    pub case: Result<Arc<Case>, String>,
+}
+
+/// A backend with the manifest it is judged under.
+pub struct Slot {
+    pub backend: Arc<dyn Backend>,
+    pub allow: Arc<Allowances>,
+}
+
+/// Cases × backends, with the manifests.
+pub struct Suite {
+    pub corpus: PathBuf,
+    pub cases: Vec<CaseEntry>,
+    pub backends: Vec<Slot>,
+    pub xfail: Arc<Xfail>,
+    /// Things the user should know (non-regular files skipped, …).
+    pub warnings: Vec<String>,
+}
+
+/// A problem with the set-up (exit 2): no such corpus, a filter that selects nothing, an
+/// unknown or broken backend, an unreadable manifest.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{0}")]
+pub struct SetupError(pub String);
+
+fn select(
+    corpus: &Path,
+    files: Vec<PathBuf>,
+    filters: &[String],
+) -> Result<Vec<PathBuf>, SetupError> {
+    if filters.is_empty() {
+        return Ok(files);
+    }
+    let croot = corpus
+        .canonicalize()
+        .unwrap_or_else(|_| corpus.to_path_buf());
+    let mut keep = vec![false; files.len()];
+    for f in filters {
+        let p = Path::new(f);
+        let mut hit = false;
+        if p.exists() {
+            let pc = p
+                .canonicalize()
+                .map_err(|e| SetupError(format!("{f}: {e}")))?;
+            if !pc.starts_with(&croot) {
+                return Err(SetupError(format!(
+                    "{f} is not inside the corpus {} (use --corpus)",
+                    corpus.display()
+                )));
+            }
+            for (k, file) in files.iter().enumerate() {
+                let fc = file.canonicalize().unwrap_or_else(|_| file.clone());
+                if fc == pc || fc.starts_with(&pc) {
+                    keep[k] = true;
+                    hit = true;
+                }
+            }
+        } else {
+            for (k, file) in files.iter().enumerate() {
+                if corpus::case_name(corpus, file).contains(f.as_str()) {
+                    keep[k] = true;
+                    hit = true;
+                }
+            }
+        }
+        if !hit {
+            return Err(SetupError(format!(
+                "'{f}' selects no case in {} (give a case name fragment, a case file or a directory under the corpus)",
+                corpus.display()
+            )));
+        }
+    }
+    Ok(files
+        .into_iter()
+        .zip(keep)
+        .filter_map(|(f, k)| k.then_some(f))
+        .collect())
+}
+
+/// The allowance manifest `b` names, from `<manifests>/allowances/<name>.json` (strict when it
+/// names none).
+pub fn allowances_for(b: &dyn Backend, manifests: &Path) -> Result<Allowances, SetupError> {
+    let Some(m) = b.allowances() else {
+        return Ok(Allowances::strict(b.name()));
+    };
+    let path = manifests.join("allowances").join(format!("{m}.json"));
+    let a = Allowances::load(&path).map_err(SetupError)?;
+    if a.backend != m {
+        return Err(SetupError(format!(
+            "{}: names backend '{}', not '{m}'",
+            path.display(),
+            a.backend
+        )));
+    }
+    Ok(a)
+}
+
+/// Reads the corpus, the manifests and opens the backends.
+pub fn load_suite(s: &Settings, reg: &Registry) -> Result<Suite, SetupError> {
+    if !s.corpus.is_dir() {
+        return Err(SetupError(format!(
+            "{}: not a corpus directory (use --corpus DIR)",
+            s.corpus.display()
+        )));
+    }
+    let listing = corpus::list(&s.corpus).map_err(|e| {
+        SetupError(format!(
+            "{}: cannot list the corpus: {e}",
+            s.corpus.display()
+        ))
+    })?;
+    let files = listing.files;
+    let all_names: Vec<String> = files
+        .iter()
+        .map(|f| corpus::case_name(&s.corpus, f))
+        .collect();
+    let files = select(&s.corpus, files, &s.filters)?;
+    let mdir = manifests_dir(&s.corpus, s.manifests.as_deref());
+    let xf_path = mdir.join("xfail.json");
+    let xfail = if xf_path.exists() {
+        xfail::load(&xf_path).map_err(|e| SetupError(e.to_string()))?
+    } else if s.manifests.is_some() {
+        return Err(SetupError(format!("{}: no such file", xf_path.display())));
+    } else {
+        Xfail::empty()
+    };
+    if s.backends.is_empty() {
+        return Err(SetupError("no backend selected".into()));
+    }
+    let mut backends = vec![];
+    let mut seen = std::collections::BTreeSet::new();
+    for spec in &s.backends {
+        let b = reg.open(spec, &s.open).map_err(|e| {
+            SetupError(format!(
+                "backend {spec}: {e}\nhint: `--backend oracle` runs the oracle alone"
+            ))
+        })?;
+        if !seen.insert(b.name().to_string()) {
+            return Err(SetupError(format!(
+                "backend {} is selected twice",
+                b.name()
+            )));
+        }
+        let allow = allowances_for(b.as_ref(), &mdir)?;
+        backends.push(Slot {
+            backend: b,
+            allow: Arc::new(allow),
+        });
+    }
+    let mut known: Vec<String> = reg.names();
+    known.extend(backends.iter().map(|b| b.backend.name().to_string()));
+    let known: Vec<&str> = known.iter().map(|s| s.as_str()).collect();
+    xfail
+        .check_names(|c| all_names.iter().any(|n| n == c), &known)
+        .map_err(|e| SetupError(format!("{}: {e}", xf_path.display())))?;
+    let cases = files
+        .into_iter()
+        .map(|file| CaseEntry {
+            name: corpus::case_name(&s.corpus, &file),
+            case: load::read_case(&file)
+                .map(Arc::new)
+                .map_err(|e| e.in_file(&file).to_string()),
+            file,
+        })
+        .collect();
+    Ok(Suite {
+        corpus: s.corpus.clone(),
+        cases,
+        backends,
+        xfail: Arc::new(xfail),
+        warnings: listing.warnings,
+    })
+}
+
+/// One judged trial.
+#[derive(Clone, Debug)]
+pub struct TrialResult {
+    pub case: usize,
+    pub backend: usize,
+    pub verdict: Verdict,
+    pub elapsed: Duration,
+}
+
+impl Suite {
+    /// The trial name `backend::case`.
+    pub fn trial_name(&self, case: usize, backend: usize) -> String {
+        format!(
+            "{}::{}",
+            self.backends[backend].backend.name(),
+            self.cases[case].name
+        )
+    }
+
+    /// Judges one trial (xfail applied).
+    pub fn run_trial(&self, case: usize, backend: usize) -> Verdict {
+        let entry = &self.cases[case];
+        let slot = &self.backends[backend];
+        let v = match &entry.case {
+            Err(e) => Verdict::Invalid(e.clone()),
+            Ok(c) => judge(c, &entry.name, slot.backend.as_ref(), &slot.allow),
+        };
+        apply_xfail(&self.xfail, &entry.name, slot.backend.name(), v)
+    }
+
+    /// Runs every trial on `jobs` threads (each with room for deep graphs). Results are in
+    /// case order, then backend order.
+    pub fn run_all(&self, jobs: usize) -> Vec<TrialResult> {
+        let trials: Vec<(usize, usize)> = (0..self.cases.len())
+            .flat_map(|c| (0..self.backends.len()).map(move |b| (c, b)))
+            .collect();
+        let next = AtomicUsize::new(0);
+        let results: Mutex<Vec<TrialResult>> = Mutex::new(Vec::with_capacity(trials.len()));
+        std::thread::scope(|scope| {
+            for _ in 0..jobs.max(1) {
+                let spawned = std::thread::Builder::new()
+                    .stack_size(256 << 20)
+                    .spawn_scoped(scope, || loop {
+                        let k = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(&(c, b)) = trials.get(k) else { break };
+                        let t0 = std::time::Instant::now();
+                        let verdict = self.run_trial(c, b);
+                        let r = TrialResult {
+                            case: c,
+                            backend: b,
+                            verdict,
+                            elapsed: t0.elapsed(),
+                        };
+                        results.lock().unwrap_or_else(|e| e.into_inner()).push(r);
+                    });
+                if spawned.is_err() {
+                    break;
+                }
+            }
+        });
+        let mut results = results.into_inner().unwrap_or_else(|e| e.into_inner());
+        // A thread that could not start leaves trials undone: run them here.
+        let done: std::collections::BTreeSet<(usize, usize)> =
+            results.iter().map(|r| (r.case, r.backend)).collect();
+        for &(c, b) in &trials {
+            if !done.contains(&(c, b)) {
+                let t0 = std::time::Instant::now();
+                let verdict = self.run_trial(c, b);
+                results.push(TrialResult {
+                    case: c,
+                    backend: b,
+                    verdict,
+                    elapsed: t0.elapsed(),
+                });
+            }
+        }
+        results.sort_by_key(|r| (r.case, r.backend));
+        results
+    }
+}
+
+/// Counts per backend.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Tally {
+    pub passed: usize,
+    pub failed: usize,
+    pub xfail: usize,
+    pub xpass: usize,
+    pub skipped: usize,
+    pub invalid: usize,
+    /// Skip reasons with their counts.
+    pub skip_reasons: BTreeMap<String, usize>,
+}
+
+impl Tally {
+    pub fn add(&mut self, v: &Verdict) {
+        match v {
+            Verdict::Pass => self.passed += 1,
+            Verdict::Fail { .. } => self.failed += 1,
+            Verdict::XFail { .. } => self.xfail += 1,
+            Verdict::XPass(_) => self.xpass += 1,
+            Verdict::Invalid(_) => self.invalid += 1,
+            Verdict::Skip(r) => {
+                self.skipped += 1;
+                *self.skip_reasons.entry(r.clone()).or_default() += 1;
+            }
+        }
+    }
+
+    /// `12 passed, 0 failed, 1 xfail, 0 xpass, 3 skipped` (and `, N invalid` when some are).
+    pub fn line(&self) -> String {
+        let mut s = format!(
+            "{} passed, {} failed, {} xfail, {} xpass, {} skipped",
+            self.passed, self.failed, self.xfail, self.xpass, self.skipped
+        );
+        if self.invalid > 0 {
+            s += &format!(", {} invalid", self.invalid);
+        }
+        s
+    }
+}
+
+/// Per-backend tallies of results, in the suite's backend order.
+pub fn tallies(suite: &Suite, results: &[TrialResult]) -> Vec<Tally> {
+    let mut t = vec![Tally::default(); suite.backends.len()];
+    for r in results {
+        t[r.backend].add(&r.verdict);
+    }
+    t
+}
+
+/// Default number of parallel trials: the machine's cores.
+pub fn default_jobs() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+}
+
+/// Runs `f` on a thread with room for deep graphs.
+pub fn on_big_stack<T: Send + 'static>(
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, String> {
+    let worker = std::thread::Builder::new().stack_size(256 << 20).spawn(f);
+    match worker.map(|h| h.join()) {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(_)) => Err("the trial panicked".into()),
+        Err(e) => Err(format!("cannot start a thread: {e}")),
+    }
+}
