@@ -1,0 +1,565 @@
+//! Compiling C at run time with the system C compiler, behind a checksummed, content-addressed
+//! cache that a damaged or foreign file cannot hurt.
+//!
+//! * **Compiler**: `cc`, or the command in `UOPKIT_CC`, split like a shell does
+//!   (`UOPKIT_CC="gcc -O3"` runs `gcc -O3 …`: the extra words come before uopkit's flags
+//!   and are part of the cache key). uopkit's flags are
+//!   `-O2 -march=native -ffp-contract=off -shared -fPIC -x c - -o <tmp> -lm`, the source on
+//!   stdin (`-ffp-contract=off` keeps `a*b+c` unfused; uopkit never asks for `-ffast-math`;
+//!   a library that changes the FP control state anyway is caught, see [`super::fpenv`]).
+//! * **Timeout**: a compile (and `cc --version`) is killed, with its process group, after
+//!   [`DEFAULT_TIMEOUT`] (120 s) or `UOPKIT_CC_TIMEOUT` seconds, giving
+//!   [`Error::CompileTimeout`]. A compiler that exits 0 but leaves no ELF shared object is an
+//!   [`Error::Compile`], never a cache entry.
+//! * **Directory**: `UOPKIT_CACHE_DIR` if set, else `$XDG_CACHE_HOME/uopkit`, else
+//!   `~/.cache/uopkit`, else `<temp dir>/uopkit-<uid>` ([`cache_dir_from_env`]). It is made
+//!   with mode 0700; unless it came from `UOPKIT_CACHE_DIR` it must belong to the current
+//!   user ([`Error::CacheNotOwned`] otherwise) and is tightened to 0700. Opening it removes
+//!   temporary files (`.k_*.tmp`) older than [`STALE_TEMP_AGE`] left by killed processes.
+//! * **Key**: the first 128 bits of the SHA-256 of the key's inputs (each length-prefixed):
+//!   a format tag, the source, the compiler's extra words, uopkit's flags, the compiler's
+//!   name, its `--version` output (asked once per compiler) and the CPU's feature flags
+//!   (`-march=native`). The full 256-bit digest is the *inputs digest*.
+//! * **Entry** `k_<key as 32 hex digits>.so`: the compiler's object followed by an 80-byte
+//!   trailer, `"UOPKSUM1"` ‖ object length (u64 LE) ‖ inputs digest ‖
+//!   SHA-256(`"uopkit-entry-1"` ‖ inputs digest ‖ object). The loader ignores bytes past the
+//!   ELF image, and a trailer keeps an entry one file, so it appears atomically (written to a
+//!   temporary file, then renamed over the name). Before anything is loaded the whole file is
+//!   read and checked: trailer present, length, checksum, inputs digest equal to this unit's
+//!   (an entry copied from another unit fails here), and a sane ELF shared object. A bad
+//!   entry (truncated, empty, garbage, swapped) is never loaded: it is removed, rebuilt, and
+//!   reported once, on stderr and in [`CCompiler::rebuilt`].
+//! * **Loading**: the checked bytes are written to a fresh private file in the directory,
+//!   loaded from there and unlinked, so that what is loaded is what was checked (no window
+//!   for a swap, and `dlopen` never returns a stale handle for a reused path). Every
+//!   `dlopen` runs inside an [`FpGuard`](super::fpenv::FpGuard).
+//! * A failed compile keeps the source as `k_<key>.c` and reports its path with the
+//!   compiler's stderr.
+//! * Inspection for a CLI: [`stats`], [`clean`] (only uopkit's own files: `k_*.so`,
+//!   `k_*.meta`, `k_*.c`, `.k_*.tmp`), [`clean_stale_temps`].
+//!
+//! Loaded libraries are not unloaded while a compiler or a compiled unit holds them
+//! (kernels may run on other threads).
+
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use libloading::Library;
+use sha2::{Digest, Sha256};
+
+use super::fpenv::FpGuard;
+use super::{Error, Result};
+
+mod compile;
+mod dir;
+mod entry;
+
+pub use dir::{cache_dir_from_env, clean, clean_stale_temps, prepare_cache_dir, stats, CacheStats};
+
+use compile::{cpu_features, parse_timeout, split_command, RunFail};
+use dir::{cache_dir_from, env_dir};
+use entry::{check_elf, check_entry, entry_path, key_of, trailer};
+
+/// uopkit's flags, before `-x c - -o <out> -lm` (and after the compiler's own extra words).
+pub const CFLAGS: [&str; 5] = [
+    "-O2",
+    "-march=native",
+    "-ffp-contract=off",
+    "-shared",
+    "-fPIC",
+];
+
+/// How long a compile may take unless `UOPKIT_CC_TIMEOUT` (seconds) or
+/// [`CCompiler::with_timeout`] says otherwise.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Temporary files older than this (or than twice the compile timeout, if longer) are
+/// removed when a cache directory is opened.
+pub const STALE_TEMP_AGE: Duration = Duration::from_secs(3600);
+
+const KEY_TAG: &[u8] = b"uopkit-c-2";
+
+/// A problem found while reading the environment, kept by a compiler made anyway (see
+/// [`CCompiler::global`]) and returned by each of its loads.
+#[derive(Clone, Debug)]
+enum SetupError {
+    BadSetting {
+        name: String,
+        value: String,
+        message: String,
+    },
+    NotOwned {
+        path: PathBuf,
+        owner: u32,
+        uid: u32,
+    },
+}
+
+impl SetupError {
+    fn to_error(&self) -> Error {
+        match self.clone() {
+            SetupError::BadSetting {
+                name,
+                value,
+                message,
+            } => Error::BadSetting {
+                name,
+                value,
+                message,
+            },
+            SetupError::NotOwned { path, owner, uid } => Error::CacheNotOwned { path, owner, uid },
+        }
+    }
+}
+
+/// A C compiler with its kernel cache.
+#[derive(Debug)]
+pub struct CCompiler {
+    cc: String,
+    /// Words after the program name (from `UOPKIT_CC="gcc -O3"`), before uopkit's flags.
+    args: Vec<String>,
+    cache_dir: PathBuf,
+    /// Whether the directory must belong to the current user (a default directory).
+    check_owner: bool,
+    timeout: Duration,
+    setup: Option<SetupError>,
+    /// `cc --version` output, or why it could not be had.
+    version: OnceLock<std::result::Result<String, VersionFail>>,
+    dir_ready: OnceLock<()>,
+    spawns: AtomicU64,
+    rebuilt: Mutex<Vec<String>>,
+    /// Libraries this compiler loaded, by cache key (only looked up, never iterated).
+    loaded: Mutex<HashMap<u128, Arc<Library>>>,
+}
+
+#[derive(Clone, Debug)]
+enum VersionFail {
+    Unavailable(String),
+    Timeout,
+}
+
+impl CCompiler {
+    /// A compiler running the program `cc` (not split: a path with spaces is one path) with
+    /// its cache in `cache_dir`, used as given (no ownership check), and the default timeout.
+    pub fn new(cc: impl Into<String>, cache_dir: impl Into<PathBuf>) -> Self {
+        CCompiler {
+            cc: cc.into(),
+            args: Vec::new(),
+            cache_dir: cache_dir.into(),
+            check_owner: false,
+            timeout: DEFAULT_TIMEOUT,
+            setup: None,
+            version: OnceLock::new(),
+            dir_ready: OnceLock::new(),
+            spawns: AtomicU64::new(0),
+            rebuilt: Mutex::new(Vec::new()),
+            loaded: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// A compiler from a command line as `UOPKIT_CC` holds it (`"gcc -O3"`, `"'my cc' -g"`),
+    /// split like a shell does: the first word is the program, the others come before
+    /// uopkit's flags. An empty line means `cc`.
+    pub fn with_command_line(line: &str, cache_dir: impl Into<PathBuf>) -> Result<Self> {
+        let (cc, args) =
+            split_command("compiler command line", line).map_err(|e| SetupError::to_error(&e))?;
+        Ok(Self::new(cc, cache_dir).with_args(args))
+    }
+
+    /// Extra words for the compiler, before uopkit's flags (part of the cache key).
+    pub fn with_args(mut self, args: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.args = args.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// How long one run of the compiler may take before it is killed.
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// `UOPKIT_CC` (default `cc`, split like a shell does), `UOPKIT_CC_TIMEOUT` (seconds,
+    /// default 120) and the directory of [`cache_dir_from_env`]. A value that cannot be
+    /// used is an [`Error::BadSetting`] naming the variable.
+    pub fn from_env() -> Result<Self> {
+        Self::from_env_inner().map_err(|e| e.to_error())
+    }
+
+    fn from_env_inner() -> std::result::Result<Self, SetupError> {
+        let line = std::env::var("UOPKIT_CC").unwrap_or_default();
+        let (cc, args) = split_command("UOPKIT_CC", &line)?;
+        let timeout = match std::env::var("UOPKIT_CC_TIMEOUT") {
+            Ok(v) => parse_timeout(&v).map_err(|message| SetupError::BadSetting {
+                name: "UOPKIT_CC_TIMEOUT".into(),
+                value: v.clone(),
+                message,
+            })?,
+            Err(std::env::VarError::NotPresent) => DEFAULT_TIMEOUT,
+            Err(std::env::VarError::NotUnicode(v)) => {
+                return Err(SetupError::BadSetting {
+                    name: "UOPKIT_CC_TIMEOUT".into(),
+                    value: v.to_string_lossy().into_owned(),
+                    message: "not valid UTF-8".into(),
+                })
+            }
+        };
+        let (dir, explicit) = env_dir()?;
+        let mut c = Self::new(cc, dir).with_args(args).with_timeout(timeout);
+        c.check_owner = !explicit;
+        Ok(c)
+    }
+
+    /// The process-wide compiler, made by [`CCompiler::from_env`] on first use. If the
+    /// environment is unusable, it is still made, and each of its loads returns that error.
+    pub fn global() -> Arc<CCompiler> {
+        static GLOBAL: OnceLock<Arc<CCompiler>> = OnceLock::new();
+        GLOBAL
+            .get_or_init(|| {
+                Arc::new(Self::from_env_inner().unwrap_or_else(|e| {
+                    let (dir, _) = cache_dir_from(|k| std::env::var_os(k));
+                    let cc = std::env::var("UOPKIT_CC").unwrap_or_else(|_| "cc".into());
+                    let mut c = Self::new(cc, dir);
+                    c.setup = Some(e);
+                    c
+                }))
+            })
+            .clone()
+    }
+
+    /// The compiler program (the first word of `UOPKIT_CC`).
+    pub fn cc(&self) -> &str {
+        &self.cc
+    }
+
+    /// The compiler's extra words, before uopkit's flags.
+    pub fn args(&self) -> &[String] {
+        &self.args
+    }
+
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    pub fn cache_dir(&self) -> &Path {
+        &self.cache_dir
+    }
+
+    /// How many times this compiler ran the C compiler on a source (cache misses).
+    pub fn spawns(&self) -> u64 {
+        self.spawns.load(Ordering::Relaxed)
+    }
+
+    /// One message per bad cache entry this compiler found, removed and rebuilt (what was
+    /// wrong and where), in the order found.
+    pub fn rebuilt(&self) -> Vec<String> {
+        self.rebuilt
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// The command as one shell-quoted line (for messages).
+    fn command(&self) -> String {
+        let mut words = vec![self.cc.as_str()];
+        words.extend(self.args.iter().map(String::as_str));
+        if self.args.is_empty() {
+            self.cc.clone()
+        } else {
+            shell_words::join(words)
+        }
+    }
+
+    fn version(&self) -> Result<&str> {
+        let v = self.version.get_or_init(|| {
+            match self.run_tool(&[OsString::from("--version")], None) {
+                Ok(o) if o.status.success() => Ok(String::from_utf8_lossy(&o.stdout).into_owned()),
+                Ok(o) => Err(VersionFail::Unavailable(format!(
+                    "'{} --version' failed ({}): {}",
+                    self.command(),
+                    o.status,
+                    String::from_utf8_lossy(&o.stderr).trim()
+                ))),
+                Err(RunFail::Spawn(e)) => Err(VersionFail::Unavailable(e.to_string())),
+                Err(RunFail::Timeout) => Err(VersionFail::Timeout),
+            }
+        });
+        match v {
+            Ok(s) => Ok(s),
+            Err(VersionFail::Unavailable(m)) => Err(Error::CompilerUnavailable {
+                cc: self.command(),
+                message: m.clone(),
+            }),
+            Err(VersionFail::Timeout) => Err(Error::CompileTimeout {
+                cc: format!("{} --version", self.command()),
+                timeout: self.timeout,
+            }),
+        }
+    }
+
+    /// SHA-256 of everything the compiled object depends on.
+    fn inputs_digest(&self, source: &str) -> Result<[u8; 32]> {
+        let mut h = Sha256::new();
+        let mut field = |b: &[u8]| {
+            h.update((b.len() as u64).to_le_bytes());
+            h.update(b);
+        };
+        field(KEY_TAG);
+        field(source.as_bytes());
+        field(&(self.args.len() as u64).to_le_bytes());
+        for a in &self.args {
+            field(a.as_bytes());
+        }
+        for f in CFLAGS {
+            field(f.as_bytes());
+        }
+        field(self.cc.as_bytes());
+        field(self.version()?.as_bytes());
+        field(cpu_features().as_bytes());
+        Ok(h.finalize().into())
+    }
+
+    /// The cache key of `source` for this compiler.
+    pub fn key(&self, source: &str) -> Result<u128> {
+        Ok(key_of(&self.inputs_digest(source)?))
+    }
+
+    /// The path the compiled `source` has (or will have) in the cache.
+    pub fn object_path(&self, source: &str) -> Result<PathBuf> {
+        Ok(entry_path(&self.cache_dir, self.key(source)?))
+    }
+
+    /// Compiles `source` (or finds it in the cache, checked) and loads it.
+    pub fn load(&self, source: &str) -> Result<(Arc<Library>, PathBuf)> {
+        if let Some(e) = &self.setup {
+            return Err(e.to_error());
+        }
+        let inputs = self.inputs_digest(source)?;
+        let key = key_of(&inputs);
+        let path = entry_path(&self.cache_dir, key);
+        if let Some(lib) = self
+            .loaded
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&key)
+        {
+            return Ok((lib.clone(), path));
+        }
+        self.open_dir()?;
+        let cached = match std::fs::read(&path) {
+            Ok(mut bytes) => match check_entry(&bytes, Some(&inputs), key) {
+                Ok(len) => {
+                    bytes.truncate(len);
+                    Some(bytes)
+                }
+                Err(reason) => {
+                    self.report_bad(&path, &reason);
+                    match std::fs::remove_file(&path) {
+                        Ok(()) => {}
+                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                        Err(e) => {
+                            return Err(Error::Cache {
+                                path,
+                                message: format!("cannot remove the bad entry: {e}"),
+                            })
+                        }
+                    }
+                    None
+                }
+            },
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => {
+                return Err(Error::Cache {
+                    path,
+                    message: e.to_string(),
+                })
+            }
+        };
+        let object = match cached {
+            Some(o) => o,
+            None => self.compile_into(source, key, &inputs, &path)?,
+        };
+        let lib = self.dlopen_checked(key, &object, &path)?;
+        let lib = self
+            .loaded
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(key)
+            .or_insert(Arc::new(lib))
+            .clone();
+        Ok((lib, path))
+    }
+
+    fn report_bad(&self, path: &Path, reason: &str) {
+        let msg = format!(
+            "kernel cache entry {} {reason}; removed, and rebuilt from the source",
+            path.display()
+        );
+        eprintln!("uopkit: {msg}");
+        self.rebuilt
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(msg);
+    }
+
+    /// Creates (0700) and checks the directory, and removes stale temporary files; once.
+    fn open_dir(&self) -> Result<()> {
+        if self.dir_ready.get().is_some() {
+            return Ok(());
+        }
+        prepare_cache_dir(&self.cache_dir, self.check_owner)?;
+        // Best effort: a file another process removes first is not an error. (Never younger
+        // than two of our timeouts, so that a long compile's output is not taken away.)
+        let age = STALE_TEMP_AGE.max(self.timeout.saturating_mul(2));
+        let _ = clean_stale_temps(&self.cache_dir, age);
+        let _ = self.dir_ready.set(());
+        Ok(())
+    }
+
+    fn temp_file(&self, key: u128, suffix: &str) -> Result<tempfile::NamedTempFile> {
+        tempfile::Builder::new()
+            .prefix(&format!(".k_{key:032x}."))
+            .suffix(suffix)
+            .rand_bytes(16)
+            .tempfile_in(&self.cache_dir)
+            .map_err(|e| Error::Cache {
+                path: self.cache_dir.clone(),
+                message: e.to_string(),
+            })
+    }
+
+    /// Loads checked object bytes from a fresh private file (unlinked again once loaded).
+    fn dlopen_checked(&self, key: u128, object: &[u8], path: &Path) -> Result<Library> {
+        let mut tmp = self.temp_file(key, ".load.tmp")?;
+        tmp.write_all(object)
+            .and_then(|()| tmp.flush())
+            .map_err(|e| Error::Cache {
+                path: tmp.path().to_path_buf(),
+                message: e.to_string(),
+            })?;
+        let tmp = tmp.into_temp_path();
+        let guard = FpGuard::new();
+        // SAFETY: the object is a kernel library compiled by this compiler from uopkit's C
+        // (checked against its checksum just now); its initialisers only set up the
+        // prelude's function pointers, and any change they make to the FP control state is
+        // undone by the guard.
+        let lib = unsafe { Library::new(&*tmp) };
+        guard.restore_and_record(|| format!("dlopen of {}", path.display()));
+        drop(tmp);
+        lib.map_err(|e| Error::Load {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })
+    }
+
+    /// Compiles `source` into a new entry at `path`; returns the object's bytes.
+    fn compile_into(
+        &self,
+        source: &str,
+        key: u128,
+        inputs: &[u8; 32],
+        path: &Path,
+    ) -> Result<Vec<u8>> {
+        let tmp = self.temp_file(key, ".so.tmp")?.into_temp_path();
+        self.spawns.fetch_add(1, Ordering::Relaxed);
+        let mut tail: Vec<OsString> = CFLAGS.iter().map(OsString::from).collect();
+        tail.extend(["-x", "c", "-", "-o"].map(OsString::from));
+        tail.push(tmp.as_os_str().to_owned());
+        tail.push("-lm".into());
+        let out = match self.run_tool(&tail, Some(source.as_bytes().to_vec())) {
+            Ok(o) => o,
+            Err(RunFail::Spawn(e)) => {
+                return Err(Error::CompilerUnavailable {
+                    cc: self.command(),
+                    message: e.to_string(),
+                })
+            }
+            Err(RunFail::Timeout) => {
+                return Err(Error::CompileTimeout {
+                    cc: self.command(),
+                    timeout: self.timeout,
+                })
+            }
+        };
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        if !out.status.success() {
+            return Err(self.compile_error(source, key, out.status.to_string(), stderr));
+        }
+        let object = match std::fs::read(&tmp) {
+            Ok(b) if b.is_empty() => Err("it wrote an empty file".to_string()),
+            Ok(b) => match check_elf(&b) {
+                Ok(()) => Ok(b),
+                Err(why) => Err(format!("its output is not a usable shared object ({why})")),
+            },
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                Err("it wrote no object file".to_string())
+            }
+            Err(e) => Err(format!("its output cannot be read ({e})")),
+        };
+        let object = match object {
+            Ok(o) => o,
+            Err(problem) => {
+                let status = format!("{}, but {problem}", out.status);
+                return Err(self.compile_error(source, key, status, stderr));
+            }
+        };
+        let cache_err = |p: &Path, e: &dyn std::fmt::Display| Error::Cache {
+            path: p.to_path_buf(),
+            message: e.to_string(),
+        };
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&tmp)
+            .and_then(|mut f| f.write_all(&trailer(inputs, &object)))
+            .map_err(|e| cache_err(&tmp, &e))?;
+        // Atomic replace: a racing process writes identical content.
+        tmp.persist(path).map_err(|e| cache_err(path, &e.error))?;
+        Ok(object)
+    }
+
+    fn compile_error(&self, source: &str, key: u128, status: String, mut stderr: String) -> Error {
+        let source_path = self.cache_dir.join(format!("k_{key:032x}.c"));
+        if let Err(e) = std::fs::write(&source_path, source) {
+            stderr.push_str(&format!("\n(could not keep the source: {e})"));
+        }
+        Error::Compile {
+            cc: self.command(),
+            status,
+            stderr,
+            source_path,
+        }
+    }
+}
+
+impl Drop for CCompiler {
+    /// Unloading a library runs its destructors: inside the FP guard as well.
+    fn drop(&mut self) {
+        let fp = FpGuard::new();
+        self.loaded
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
+        fp.restore_and_record(|| "the unloading of kernel libraries".into());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_compiler_is_an_error_value() {
+        let c = CCompiler::new(
+            "/nonexistent/uopkit-cc",
+            std::env::temp_dir().join("uopkit-test-nocc"),
+        );
+        let e = c.load("int x;").unwrap_err();
+        assert!(matches!(e, Error::CompilerUnavailable { .. }), "{e}");
+        assert!(e.to_string().contains("/nonexistent/uopkit-cc"), "{e}");
+        assert_eq!(c.spawns(), 0);
+    }
+}
