@@ -10,7 +10,7 @@ use crate::backend::{check_invariant_facts, check_schedule_facts, schedule_opts_
 use crate::backends::{panic_message, Backend, BackendError, Job, Ran, Role};
 use crate::case::Case;
 use crate::compare;
-use crate::run::{self, RunError};
+use crate::run::{self, OracleRun, RunError};
 use crate::xfail::{Outcome, Xfail};
 
 /// How a failure came about (the fuzzer shrinks by class).
@@ -104,16 +104,37 @@ pub fn judge_full(
     backend: &dyn Backend,
     allow: &Allowances,
 ) -> (Verdict, Option<Ran>) {
-    catch_unwind(AssertUnwindSafe(|| judge_inner(case, name, backend, allow))).unwrap_or_else(|p| {
+    guarded(|| judge_inner(case, name, backend, allow, &run::run_oracle(case)))
+}
+
+/// Judges `case` on each of `slots` (backend, manifest) with one oracle run for them all.
+pub fn judge_each(case: &Case, name: &str, slots: &[(&dyn Backend, &Allowances)]) -> Vec<Verdict> {
+    let oracle = match catch_unwind(AssertUnwindSafe(|| run::run_oracle(case))) {
+        Ok(o) => o,
+        Err(p) => return slots.iter().map(|_| crashed(p.as_ref()).0).collect(),
+    };
+    slots
+        .iter()
+        .map(|(b, allow)| guarded(|| judge_inner(case, name, *b, allow, &oracle)).0)
+        .collect()
+}
+
+/// `f`, with a panic inside uopkit turned into a `Crash` failure.
+fn guarded(f: impl FnOnce() -> (Verdict, Option<Ran>)) -> (Verdict, Option<Ran>) {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|p| crashed(p.as_ref()))
+}
+
+fn crashed(p: &(dyn std::any::Any + Send)) -> (Verdict, Option<Ran>) {
+    {
         let v = Verdict::fail(
             FailKind::Crash,
             format!(
                 "uopkit panicked on this case (a bug: please report it with the case): {}",
-                panic_message(p.as_ref())
+                panic_message(p)
             ),
         );
         (v, None)
-    })
+    }
 }
 
 fn judge_inner(
@@ -121,14 +142,14 @@ fn judge_inner(
     name: &str,
     backend: &dyn Backend,
     allow: &Allowances,
+    result: &Result<OracleRun, RunError>,
 ) -> (Verdict, Option<Ran>) {
     let only = |v: Verdict| (v, None);
     if backend.role() == Role::Reference {
-        let result = run::run_oracle(case);
-        if let (None, Err(RunError::Load(e))) = (&case.expect_error, &result) {
+        if let (None, Err(RunError::Load(e))) = (&case.expect_error, result) {
             return only(Verdict::Invalid(e.to_string()));
         }
-        return only(match run::judge_oracle(case, &result) {
+        return only(match run::judge_oracle(case, result) {
             Ok(_) => Verdict::Pass,
             Err(report) => Verdict::fail(FailKind::Expectation, report),
         });
@@ -138,7 +159,7 @@ fn judge_inner(
             "undefined or invalid graph: oracle-only".into(),
         ));
     }
-    let oracle = match run::run_oracle(case) {
+    let oracle = match result {
         Ok(o) => o,
         Err(RunError::Load(e)) => return only(Verdict::Invalid(e.to_string())),
         Err(e) => {
@@ -183,7 +204,7 @@ fn judge_inner(
         Err(BackendError::Failed(m)) => return only(Verdict::fail(FailKind::Backend, m)),
         Err(BackendError::Died(m)) => return only(Verdict::fail(FailKind::Crash, m)),
     };
-    let mut report = match compare::check_outputs(case, name, &oracle, &ran.outputs, allow) {
+    let mut report = match compare::check_outputs(case, name, oracle, &ran.outputs, allow) {
         Ok(_) => String::new(),
         Err(r) => r,
     };

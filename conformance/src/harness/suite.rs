@@ -5,9 +5,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
-use super::{apply_xfail, judge, Verdict};
+use super::{apply_xfail, judge, judge_each, Verdict};
 use crate::allowances::Allowances;
 use crate::backends::registry::{OpenOpts, Registry};
 use crate::backends::Backend;
@@ -230,7 +229,6 @@ pub struct TrialResult {
     pub case: usize,
     pub backend: usize,
     pub verdict: Verdict,
-    pub elapsed: Duration,
 }
 
 impl Suite {
@@ -254,52 +252,65 @@ impl Suite {
         apply_xfail(&self.xfail, &entry.name, slot.backend.name(), v)
     }
 
-    /// Runs every trial on `jobs` threads (each with room for deep graphs). Results are in
-    /// case order, then backend order.
+    /// Judges every backend's trial of one case, with one oracle run (xfail applied).
+    pub fn run_case(&self, case: usize) -> Vec<Verdict> {
+        let entry = &self.cases[case];
+        let verdicts = match &entry.case {
+            Err(e) => vec![Verdict::Invalid(e.clone()); self.backends.len()],
+            Ok(c) => {
+                let slots: Vec<(&dyn Backend, &Allowances)> = self
+                    .backends
+                    .iter()
+                    .map(|s| (s.backend.as_ref(), s.allow.as_ref()))
+                    .collect();
+                judge_each(c, &entry.name, &slots)
+            }
+        };
+        verdicts
+            .into_iter()
+            .zip(&self.backends)
+            .map(|(v, slot)| apply_xfail(&self.xfail, &entry.name, slot.backend.name(), v))
+            .collect()
+    }
+
+    /// Runs every case on `jobs` threads (each with room for deep graphs), all of a case's
+    /// trials on one thread so that the oracle runs once per case. Results are in case order,
+    /// then backend order.
     pub fn run_all(&self, jobs: usize) -> Vec<TrialResult> {
-        let trials: Vec<(usize, usize)> = (0..self.cases.len())
-            .flat_map(|c| (0..self.backends.len()).map(move |b| (c, b)))
-            .collect();
         let next = AtomicUsize::new(0);
-        let results: Mutex<Vec<TrialResult>> = Mutex::new(Vec::with_capacity(trials.len()));
+        let results: Mutex<Vec<TrialResult>> = Mutex::new(vec![]);
+        let work = || loop {
+            let c = next.fetch_add(1, Ordering::Relaxed);
+            if c >= self.cases.len() {
+                break;
+            }
+            let done = self
+                .run_case(c)
+                .into_iter()
+                .enumerate()
+                .map(|(b, verdict)| TrialResult {
+                    case: c,
+                    backend: b,
+                    verdict,
+                });
+            results
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .extend(done);
+        };
         std::thread::scope(|scope| {
             for _ in 0..jobs.max(1) {
                 let spawned = std::thread::Builder::new()
                     .stack_size(256 << 20)
-                    .spawn_scoped(scope, || loop {
-                        let k = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(&(c, b)) = trials.get(k) else { break };
-                        let t0 = std::time::Instant::now();
-                        let verdict = self.run_trial(c, b);
-                        let r = TrialResult {
-                            case: c,
-                            backend: b,
-                            verdict,
-                            elapsed: t0.elapsed(),
-                        };
-                        results.lock().unwrap_or_else(|e| e.into_inner()).push(r);
-                    });
+                    .spawn_scoped(scope, work);
                 if spawned.is_err() {
                     break;
                 }
             }
         });
+        // If no thread could start, the cases are still to do: do them here.
+        work();
         let mut results = results.into_inner().unwrap_or_else(|e| e.into_inner());
-        // A thread that could not start leaves trials undone: run them here.
-        let done: std::collections::BTreeSet<(usize, usize)> =
-            results.iter().map(|r| (r.case, r.backend)).collect();
-        for &(c, b) in &trials {
-            if !done.contains(&(c, b)) {
-                let t0 = std::time::Instant::now();
-                let verdict = self.run_trial(c, b);
-                results.push(TrialResult {
-                    case: c,
-                    backend: b,
-                    verdict,
-                    elapsed: t0.elapsed(),
-                });
-            }
-        }
         results.sort_by_key(|r| (r.case, r.backend));
         results
     }
