@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use uopkit_interp::eval::{BufferInit, Elem, Value};
+use uopkit_interp::eval::{budget, BufferInit, Elem, Value};
 use uopkit_interp::ir::{DType, NodeId};
 
 use crate::runtime::{self, Buffer, Compiled, Device, Unit};
@@ -21,6 +21,13 @@ pub enum ExecError {
     Runtime(#[from] runtime::Error),
     #[error("{0}")]
     Schedule(String),
+    /// The schedule's storages would not fit the memory budget (checked before allocating).
+    #[error("the schedule needs an estimated {} of memory for its {storages} storage(s), over the memory limit of {} (set {} to change it)", budget::human(*needed), budget::human(*limit), budget::ENV)]
+    Memory {
+        needed: u64,
+        storages: usize,
+        limit: u64,
+    },
 }
 
 impl From<String> for ExecError {
@@ -30,10 +37,20 @@ impl From<String> for ExecError {
 }
 
 /// Runs `s` with the graph buffers' initial contents `inputs`; returns one value per
-/// schedule output (None for effects).
+/// schedule output (None for effects). Memory is budgeted under `UOPKIT_MEMORY_LIMIT`.
 pub fn run(
     s: &Schedule,
     inputs: &BTreeMap<NodeId, BufferInit>,
+) -> Result<Vec<Option<Value>>, ExecError> {
+    let limit = budget::limit_from_env().map_err(ExecError::Schedule)?;
+    run_with_limit(s, inputs, limit)
+}
+
+/// [`run`] under an explicit memory limit in bytes.
+pub fn run_with_limit(
+    s: &Schedule,
+    inputs: &BTreeMap<NodeId, BufferInit>,
+    limit: u64,
 ) -> Result<Vec<Option<Value>>, ExecError> {
     // Devices, by name, in a stable order.
     let mut devices: BTreeMap<String, Arc<dyn Device>> = BTreeMap::new();
@@ -49,7 +66,28 @@ pub fn run(
         let e = storage_bytes
             .entry(b.storage)
             .or_insert((b.device.to_string(), 0));
-        e.1 = e.1.max(b.size * b.dtype.itemsize());
+        let bytes = b.size.checked_mul(b.dtype.itemsize()).ok_or_else(|| {
+            ExecError::Schedule(format!(
+                "buffer of {} {} elements: size overflows",
+                b.size, b.dtype
+            ))
+        })?;
+        e.1 = e.1.max(bytes);
+    }
+    // Budget before allocating: every storage, plus one storage-sized staging copy (the poison
+    // fill and the input bytes are made one storage at a time).
+    let sizes = storage_bytes.values().map(|(_, b)| *b as u64);
+    let needed = sizes
+        .clone()
+        .try_fold(0u64, |n, b| n.checked_add(b))
+        .and_then(|total| total.checked_add(sizes.max().unwrap_or(0)))
+        .unwrap_or(u64::MAX);
+    if needed > limit {
+        return Err(ExecError::Memory {
+            needed,
+            storages: storage_bytes.len(),
+            limit,
+        });
     }
     let mut storages: BTreeMap<u32, Buffer> = BTreeMap::new();
     for (&id, (dev, bytes)) in &storage_bytes {

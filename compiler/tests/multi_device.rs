@@ -729,3 +729,23 @@ fn values_without_a_device_are_realized_where_they_are_read() {
     let s = run_and_compare(&g, &[a, m, c], Naive);
     assert_eq!(s.copies(), 0, "{s}");
 }
+
+#[test]
+fn exec_refuses_a_schedule_over_the_memory_limit_before_allocating() {
+    let (g, r) = one_allreduce(Op::ADD, DType::Int32, 2, 1000, 4);
+    let s = schedule(&g, &[r], Naive);
+    // Storages of this schedule: at least the two 4000-byte inputs.
+    let e = exec::run_with_limit(&s, &g.inputs, 4000).expect_err("over the limit");
+    assert!(
+        matches!(e, exec::ExecError::Memory { needed, limit: 4000, .. } if needed > 8000),
+        "{e}"
+    );
+    assert!(
+        e.to_string()
+            .contains("over the memory limit of 4000 bytes"),
+        "{e}"
+    );
+    assert!(e.to_string().contains("UOPKIT_MEMORY_LIMIT"), "{e}");
+    // With room, the same schedule runs.
+    exec::run_with_limit(&s, &g.inputs, 1 << 30).expect("fits");
+}

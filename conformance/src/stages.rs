@@ -25,8 +25,18 @@ use crate::run::{self, OracleRun};
 /// Buffer contents after each step of an interpreted schedule.
 pub struct Trace {
     pub outputs: Vec<Option<Value>>,
-    /// For each step, the buffer it wrote and that buffer's contents just after it.
+    /// For each step, the buffer it wrote and that buffer's contents just after it (kept only
+    /// when asked for: [`Record::Writes`]).
     pub written: Vec<(BufId, Vec<Elem>)>,
+}
+
+/// What [`interpret_schedule`] keeps besides the outputs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Record {
+    /// Only the outputs.
+    Outputs,
+    /// Also a copy of each step's written buffer (to pin a difference to a step).
+    Writes,
 }
 
 /// Why interpreting a schedule stopped: at which step (if a step), and the error.
@@ -56,11 +66,29 @@ pub fn interpret_schedule(
     s: &Schedule,
     inputs: &BTreeMap<NodeId, BufferInit>,
     opts: &RunOpts,
+    record: Record,
 ) -> Result<Trace, StepError> {
     let at = |k: usize, message: String| StepError {
         step: Some(k),
         message,
     };
+    // Every buffer is held as elements: budget them before allocating.
+    let elems = s
+        .buffers
+        .iter()
+        .try_fold(0u64, |n, b| n.checked_add(b.size as u64))
+        .unwrap_or(u64::MAX);
+    let needed = elems.saturating_mul(std::mem::size_of::<Elem>() as u64);
+    let limit = uopkit_interp::eval::budget::limit_from_env()?;
+    if needed > limit {
+        return Err(StepError::from(format!(
+            "the kernel interpreter would need {} for the schedule's {} buffer(s), over the memory limit of {} (set {} to change it)",
+            uopkit_interp::eval::budget::human(needed),
+            s.buffers.len(),
+            uopkit_interp::eval::budget::human(limit),
+            uopkit_interp::eval::budget::ENV
+        )));
+    }
     let mut bufs: Vec<Vec<Elem>> = s
         .buffers
         .iter()
@@ -115,7 +143,7 @@ pub fn interpret_schedule(
                     .zip(&program.params)
                     .find(|(_, p)| p.written)
                     .map(|(b, _)| *b);
-                if let Some(w) = w {
+                if let (Some(w), Record::Writes) = (w, record) {
                     written.push((w, bufs[w.0 as usize].clone()));
                 }
             }
@@ -127,8 +155,10 @@ pub fn interpret_schedule(
                         format!("step {k}: COPY between buffers of different sizes"),
                     ));
                 }
-                bufs[dst.0 as usize] = v.clone();
-                written.push((*dst, v));
+                if record == Record::Writes {
+                    written.push((*dst, v.clone()));
+                }
+                bufs[dst.0 as usize] = v;
             }
         }
     }
@@ -209,7 +239,7 @@ pub fn diff(case: &Case) -> Result<DiffReport, String> {
         };
         let sched = schedule_case(&run, case, &passes[..k])?;
         let (difference, trace, failed_step) =
-            match interpret_schedule(&sched, &run.loaded.inputs, &opts) {
+            match interpret_schedule(&sched, &run.loaded.inputs, &opts, Record::Writes) {
                 Err(e) => (Some(e.message), None, e.step),
                 Ok(t) => {
                     let d = diff_outputs(case, &want, &t.outputs);
@@ -277,7 +307,7 @@ fn culprit_rules(
         trial.push(RuleSet::new(last.name, without));
         let agrees = schedule_case(run, case, &trial)
             .ok()
-            .and_then(|s| interpret_schedule(&s, &run.loaded.inputs, opts).ok())
+            .and_then(|s| interpret_schedule(&s, &run.loaded.inputs, opts, Record::Outputs).ok())
             .is_some_and(|t| diff_outputs(case, want, &t.outputs).is_empty());
         if agrees {
             culprits.push(r.name);

@@ -6,7 +6,7 @@
 use uopkit_interp::kernel::interp::RunOpts;
 
 use super::{schedule_facts, Backend, BackendError, Job, Ran};
-use crate::stages::interpret_schedule;
+use crate::stages::{interpret_schedule, Record};
 
 pub struct Kernels;
 
@@ -18,9 +18,10 @@ impl Backend for Kernels {
     fn run(&self, job: &Job) -> Result<Ran, BackendError> {
         let sched = super::schedule_job(job)?;
         let opts = RunOpts::from_env().map_err(BackendError::Failed)?;
-        let trace = interpret_schedule(&sched, job.inputs, &opts).map_err(|e| {
-            BackendError::Failed(format!("kernel interpreter: {e}\nschedule:\n{sched}"))
-        })?;
+        let trace =
+            interpret_schedule(&sched, job.inputs, &opts, Record::Outputs).map_err(|e| {
+                BackendError::Failed(format!("kernel interpreter: {e}\nschedule:\n{sched}"))
+            })?;
         Ok(Ran {
             outputs: trace.outputs,
             facts: Some(schedule_facts(&sched, job)),
