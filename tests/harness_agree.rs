@@ -227,3 +227,36 @@ fn manifests_are_found_beside_the_corpus_from_any_directory() {
         "{text}"
     );
 }
+
+#[test]
+fn an_invalid_case_exits_2_on_any_backend() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let corpus = dir.path().join("corpus");
+    std::fs::create_dir_all(&corpus).expect("mkdir");
+    // ADD of int32 and float32: the verifier rejects it, and the case does not expect that.
+    std::fs::write(
+        corpus.join("mixed.json"),
+        r#"{"format": "uopkit-case/1", "description": "invalid on purpose", "graph": [
+            {"id": 0, "op": "BUFFER", "dtype": "int32", "arg": {"slot": 0, "size": 2, "device": "CPU"}},
+            {"id": 1, "op": "BUFFER", "dtype": "float32", "arg": {"slot": 1, "size": 2, "device": "CPU"}},
+            {"id": 2, "op": "ADD", "dtype": "int32", "src": [0, 1]}],
+          "inputs": {"0": {"fill": 1}, "1": {"fill": 1}},
+          "outputs": [{"name": "o", "node": 2, "shape": [2], "expect": [2, 2]}]}"#,
+    )
+    .expect("write");
+    for backend in ["oracle", "kernels"] {
+        let (code, text) = uopkit(
+            &[
+                "check",
+                "--corpus",
+                corpus.to_str().expect("utf-8"),
+                "--backend",
+                backend,
+            ],
+            &[],
+        );
+        assert_eq!(code, 2, "{backend}:\n{text}");
+        assert!(text.contains(&format!("BAD   {backend}::mixed:")), "{text}");
+        assert!(text.contains("1 unreadable or invalid"), "{text}");
+    }
+}
