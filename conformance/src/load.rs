@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use serde_json::Value as Json;
-use uopkit_interp::eval::BufferInit;
+use uopkit_interp::eval::{BufferInit, ColumnInit};
 use uopkit_interp::ir::inline::inline_calls;
 use uopkit_interp::ir::{Arg, DType, Device, DeviceSpec, Graph, Node, NodeId, Op, ReduceOrder};
 use uopkit_interp::scalar::literal;
@@ -149,6 +149,32 @@ pub fn parse_case(text: &str) -> Result<Case, CaseError> {
 
 /// Builds the graph (in dependency order), verifies it and materializes the inputs.
 pub fn load(case: &Case) -> Result<(Loaded, Verified), LoadError> {
+    let (mut loaded, verified) = load_graph(case)?;
+    loaded.inputs =
+        materialize_inputs(case, &loaded, &verified, |init, dt, size, _| {
+            inputs::component(init, dt, size)
+        })
+        .map_err(LoadError::Case)?;
+    check_outputs(case, &loaded, &verified).map_err(LoadError::Case)?;
+    Ok((loaded, verified))
+}
+
+/// [`load`] with the inputs materialized straight into the oracle's compact form (for
+/// [`uopkit_interp::eval::evaluate_columns`]; 4 bytes per float32 element instead of 16) and
+/// returned beside the graph: `Loaded::inputs` is left empty. The same checks, in the same
+/// order, and the same errors as [`load`].
+pub fn load_compact(
+    case: &Case,
+) -> Result<(Loaded, Verified, BTreeMap<NodeId, ColumnInit>), LoadError> {
+    let (loaded, verified) = load_graph(case)?;
+    let columns = materialize_inputs(case, &loaded, &verified, inputs::column)
+        .map_err(LoadError::Case)?;
+    check_outputs(case, &loaded, &verified).map_err(LoadError::Case)?;
+    Ok((loaded, verified, columns))
+}
+
+/// The graph, CALLs inlined, verified (no inputs yet).
+fn load_graph(case: &Case) -> Result<(Loaded, Verified), LoadError> {
     let mut loaded = build_graph(case).map_err(LoadError::Case)?;
     let mut verified =
         verify::verify(&loaded.graph).map_err(|e| LoadError::Verify(loaded.file_error(e)))?;
@@ -178,8 +204,6 @@ pub fn load(case: &Case) -> Result<(Loaded, Verified), LoadError> {
         verified =
             verify::verify(&loaded.graph).map_err(|e| LoadError::Verify(loaded.file_error(e)))?;
     }
-    loaded.inputs = materialize_inputs(case, &loaded, &verified).map_err(LoadError::Case)?;
-    check_outputs(case, &loaded, &verified).map_err(LoadError::Case)?;
     Ok((loaded, verified))
 }
 
@@ -529,11 +553,14 @@ pub fn parse_arg(op: Op, dtype: DType, v: &Json) -> Result<Arg, String> {
     })
 }
 
-fn materialize_inputs(
+/// The initial contents of each BUFFER with an input, one `C` per device component, made by
+/// `component(init, dtype, size, buffer)`.
+fn materialize_inputs<C: Clone>(
     case: &Case,
     loaded: &Loaded,
     ver: &Verified,
-) -> Result<BTreeMap<NodeId, BufferInit>, CaseError> {
+    component: impl Fn(&Init, DType, usize, NodeId) -> Result<C, String>,
+) -> Result<BTreeMap<NodeId, Vec<C>>, CaseError> {
     let mut out = BTreeMap::new();
     for (key, init) in &case.inputs {
         let fid: u64 = key
@@ -561,11 +588,11 @@ fn materialize_inputs(
                     ));
                 }
                 per.iter()
-                    .map(|i| inputs::component(i, node.dtype, info.shape[0]))
+                    .map(|i| component(i, node.dtype, info.shape[0], id))
                     .collect::<Result<Vec<_>, _>>()
             }
             single => {
-                let c = inputs::component(single, node.dtype, info.shape[0]);
+                let c = component(single, node.dtype, info.shape[0], id);
                 c.map(|c| vec![c; ndev])
             }
         }
