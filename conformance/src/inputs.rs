@@ -56,12 +56,7 @@ fn is_uninit(init: &Init) -> Result<bool, String> {
 
 /// Calls `push` with the bits of each of the `size` elements of a defined initial contents
 /// (data, fill, arange, prng), in order; stops at the first error.
-fn each_bits(
-    init: &Init,
-    dt: DType,
-    size: usize,
-    push: &mut dyn FnMut(u64),
-) -> Result<(), String> {
+fn each_bits(init: &Init, dt: DType, size: usize, push: &mut dyn FnMut(u64)) -> Result<(), String> {
     match init {
         Init::Data(items) => {
             if items.len() != size {

@@ -150,11 +150,10 @@ pub fn parse_case(text: &str) -> Result<Case, CaseError> {
 /// Builds the graph (in dependency order), verifies it and materializes the inputs.
 pub fn load(case: &Case) -> Result<(Loaded, Verified), LoadError> {
     let (mut loaded, verified) = load_graph(case)?;
-    loaded.inputs =
-        materialize_inputs(case, &loaded, &verified, |init, dt, size, _| {
-            inputs::component(init, dt, size)
-        })
-        .map_err(LoadError::Case)?;
+    loaded.inputs = materialize_inputs(case, &loaded, &verified, |init, dt, size, _| {
+        inputs::component(init, dt, size)
+    })
+    .map_err(LoadError::Case)?;
     check_outputs(case, &loaded, &verified).map_err(LoadError::Case)?;
     Ok((loaded, verified))
 }
@@ -167,8 +166,8 @@ pub fn load_compact(
     case: &Case,
 ) -> Result<(Loaded, Verified, BTreeMap<NodeId, ColumnInit>), LoadError> {
     let (loaded, verified) = load_graph(case)?;
-    let columns = materialize_inputs(case, &loaded, &verified, inputs::column)
-        .map_err(LoadError::Case)?;
+    let columns =
+        materialize_inputs(case, &loaded, &verified, inputs::column).map_err(LoadError::Case)?;
     check_outputs(case, &loaded, &verified).map_err(LoadError::Case)?;
     Ok((loaded, verified, columns))
 }
@@ -311,7 +310,12 @@ fn build_graph(case: &Case) -> Result<Loaded, CaseError> {
         }
         at[i] = id;
     }
-    let arena_id = case.graph.iter().zip(at).map(|(n, id)| (n.id, id)).collect();
+    let arena_id = case
+        .graph
+        .iter()
+        .zip(at)
+        .map(|(n, id)| (n.id, id))
+        .collect();
     Ok(Loaded {
         graph,
         file_id,

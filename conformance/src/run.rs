@@ -2,8 +2,8 @@
 //! expectations (outputs, or the error it must raise).
 
 use uopkit_interp::eval::{self, Column, Compact, Elem, Evaluation, Value};
-use uopkit_interp::scalar::literal;
 use uopkit_interp::ir::{Graph, NodeId};
+use uopkit_interp::scalar::literal;
 use uopkit_interp::verify::Verified;
 use uopkit_interp::Error as OracleError;
 
@@ -108,10 +108,7 @@ pub fn output_values<'a>(case: &Case, run: &'a OracleRun) -> Result<Vec<&'a Valu
 }
 
 /// The value of each output in the oracle's compact form, in the case's order (no copy).
-pub fn output_compacts<'a>(
-    case: &Case,
-    run: &'a OracleRun,
-) -> Result<Vec<&'a Compact>, RunError> {
+pub fn output_compacts<'a>(case: &Case, run: &'a OracleRun) -> Result<Vec<&'a Compact>, RunError> {
     output_nodes(case, &run.loaded)?
         .into_iter()
         .map(|id| {
@@ -140,7 +137,13 @@ pub fn write_output(w: &mut impl std::io::Write, name: &str, v: &Compact) -> std
         w.write_all(b"]")
     };
     if v.multi {
-        writeln!(w, "{name}: {} {:?} on {} devices", v.dtype, v.shape, v.comps.len())?;
+        writeln!(
+            w,
+            "{name}: {} {:?} on {} devices",
+            v.dtype,
+            v.shape,
+            v.comps.len()
+        )?;
         for (i, c) in v.comps.iter().enumerate() {
             write!(w, "  device {i}: ")?;
             comp(w, c)?;

@@ -31,7 +31,13 @@ fn compact_path_agrees_with_the_public_path_on_the_corpus() {
                             .iter()
                             .enumerate()
                             .map(|(i, e)| {
-                                e.map_or(Elem::Uninit { buffer: *id, index: i }, Elem::Bits)
+                                e.map_or(
+                                    Elem::Uninit {
+                                        buffer: *id,
+                                        index: i,
+                                    },
+                                    Elem::Bits,
+                                )
                             })
                             .collect();
                         assert_eq!(col.to_elems(), want, "{name}");
@@ -39,7 +45,11 @@ fn compact_path_agrees_with_the_public_path_on_the_corpus() {
                 }
             }
             (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string(), "{name}"),
-            (a, b) => panic!("{name}: load {:?} vs load_compact {:?}", a.is_ok(), b.is_ok()),
+            (a, b) => panic!(
+                "{name}: load {:?} vs load_compact {:?}",
+                a.is_ok(),
+                b.is_ok()
+            ),
         }
         let (public, compact) = (run::run_oracle(&case), run::run_oracle_compact(&case));
         match (&public, &compact) {
@@ -69,7 +79,11 @@ fn compact_path_agrees_with_the_public_path_on_the_corpus() {
                     "{name}"
                 );
             }
-            (a, b) => panic!("{name}: run_oracle {:?} vs run_oracle_compact {:?}", a.is_ok(), b.is_ok()),
+            (a, b) => panic!(
+                "{name}: run_oracle {:?} vs run_oracle_compact {:?}",
+                a.is_ok(),
+                b.is_ok()
+            ),
         }
         assert_eq!(
             run::judge_oracle(&case, &public),
@@ -86,8 +100,13 @@ fn write_output_prints_elements_and_unwritten_ones() {
         serde_json::json!(1.5),
         serde_json::json!("-0.0"),
     ]);
-    let col = inputs::column(&init, uopkit_interp::ir::DType::Float32, 2, uopkit_interp::ir::NodeId(0))
-        .expect("column");
+    let col = inputs::column(
+        &init,
+        uopkit_interp::ir::DType::Float32,
+        2,
+        uopkit_interp::ir::NodeId(0),
+    )
+    .expect("column");
     let v = uopkit_interp::eval::Compact {
         dtype: uopkit_interp::ir::DType::Float32,
         shape: vec![2],
@@ -96,7 +115,10 @@ fn write_output_prints_elements_and_unwritten_ones() {
     };
     let mut text = vec![];
     run::write_output(&mut text, "o", &v).expect("writes");
-    assert_eq!(String::from_utf8(text).expect("utf-8"), "o: float32 [2] = [1.5, -0.0]\n");
+    assert_eq!(
+        String::from_utf8(text).expect("utf-8"),
+        "o: float32 [2] = [1.5, -0.0]\n"
+    );
     let u = uopkit_interp::eval::Compact {
         multi: true,
         comps: vec![

@@ -57,7 +57,9 @@ fn store_after_chain_of_25k_assigns() {
     let (mut cur, mut id) = (0, 1);
     for i in 0..n {
         nodes.push(json!({"id": id, "op": "CONST", "dtype": "float32", "arg": i % 1000}));
-        nodes.push(json!({"id": id + 1, "op": "EXPAND", "dtype": "float32", "src": [id], "arg": [16]}));
+        nodes.push(
+            json!({"id": id + 1, "op": "EXPAND", "dtype": "float32", "src": [id], "arg": [16]}),
+        );
         nodes.push(json!({"id": id + 2, "op": "STORE", "dtype": "void", "src": [cur, id + 1]}));
         nodes.push(json!({"id": id + 3, "op": "AFTER", "dtype": "float32", "src": [0, id + 2]}));
         cur = id + 3;

@@ -207,7 +207,10 @@ pub fn compare_compact(out: &Output, value: &Compact) -> Result<OutputDiff, Stri
     };
     for c in comps {
         if let Some((i, _)) = c.first_poison() {
-            return Err(format!("output '{}' element {i} was never written", out.name));
+            return Err(format!(
+                "output '{}' element {i} was never written",
+                out.name
+            ));
         }
     }
     let alts = either::alternatives(out, &out.compare, value.dtype, multi)?;

@@ -98,12 +98,14 @@ impl<C> Versions<C> {
     }
 
     fn depth(&self, v: Option<NodeId>) -> usize {
-        v.and_then(|s| self.after_store.get(&s)).map_or(0, |e| e.depth)
+        v.and_then(|s| self.after_store.get(&s))
+            .map_or(0, |e| e.depth)
     }
 
     /// The jump pointer of `v` (the initial contents jump to themselves).
     fn jump(&self, v: Option<NodeId>) -> Option<NodeId> {
-        v.and_then(|s| self.after_store.get(&s)).and_then(|e| e.jump)
+        v.and_then(|s| self.after_store.get(&s))
+            .and_then(|e| e.jump)
     }
 
     fn version(&self, s: NodeId) -> Option<&Version<C>> {
