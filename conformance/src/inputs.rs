@@ -1,6 +1,7 @@
 //! Initial buffer contents from a case's `inputs` (literals, fills, aranges, seeded PRNG).
 
-use uopkit_interp::ir::{DType, Op};
+use uopkit_interp::eval::{Column, Words};
+use uopkit_interp::ir::{DType, NodeId, Op};
 use uopkit_interp::scalar::{self, literal, round};
 
 use crate::case::Init;
@@ -20,7 +21,43 @@ impl SplitMix64 {
 
 /// One device component of a buffer's initial contents: `size` elements, None = unwritten.
 pub fn component(init: &Init, dt: DType, size: usize) -> Result<Vec<Option<u64>>, String> {
-    Ok(match init {
+    if is_uninit(init)? {
+        return Ok(vec![None; size]);
+    }
+    let mut out = Vec::with_capacity(size);
+    each_bits(init, dt, size, &mut |b| out.push(Some(b)))?;
+    Ok(out)
+}
+
+/// [`component`] in the oracle's compact form, built without the element list (4 bytes per
+/// element of a dtype of up to 32 bits): an unwritten element is poison from element i of
+/// `buffer`, as the evaluator makes it from a [`component`]'s None.
+pub fn column(init: &Init, dt: DType, size: usize, buffer: NodeId) -> Result<Column, String> {
+    if is_uninit(init)? {
+        return Ok(Column::uninit(dt, buffer, size));
+    }
+    let mut w = Words::with_capacity(dt, size);
+    each_bits(init, dt, size, &mut |b| w.push(b))?;
+    Ok(Column::from_words(w))
+}
+
+/// Whether the contents are `{"uninit": true}`; the errors of the forms that give no
+/// elements.
+fn is_uninit(init: &Init) -> Result<bool, String> {
+    match init {
+        Init::Uninit(true) => Ok(true),
+        Init::Uninit(false) => {
+            Err("{\"uninit\": false} says nothing: give data, fill, arange or prng".into())
+        }
+        Init::PerDevice(_) => Err("per_device may only appear at the top of an input".into()),
+        _ => Ok(false),
+    }
+}
+
+/// Calls `push` with the bits of each of the `size` elements of a defined initial contents
+/// (data, fill, arange, prng), in order; stops at the first error.
+fn each_bits(init: &Init, dt: DType, size: usize, push: &mut dyn FnMut(u64)) -> Result<(), String> {
+    match init {
         Init::Data(items) => {
             if items.len() != size {
                 return Err(format!(
@@ -28,34 +65,32 @@ pub fn component(init: &Init, dt: DType, size: usize) -> Result<Vec<Option<u64>>
                     items.len()
                 ));
             }
-            items
-                .iter()
-                .enumerate()
-                .map(|(i, v)| {
-                    literal::parse(dt, v)
-                        .map(Some)
-                        .map_err(|e| format!("element {i}: {e}"))
-                })
-                .collect::<Result<_, _>>()?
+            for (i, v) in items.iter().enumerate() {
+                push(literal::parse(dt, v).map_err(|e| format!("element {i}: {e}"))?);
+            }
         }
-        Init::Fill(v) => vec![Some(literal::parse(dt, v)?); size],
+        Init::Fill(v) => {
+            let b = literal::parse(dt, v)?;
+            for _ in 0..size {
+                push(b);
+            }
+        }
         Init::Arange { start, step } => {
             let (start, step) = (literal::parse(dt, start)?, literal::parse(dt, step)?);
             if dt.is_float() {
-                (0..size)
-                    .map(|i| exact_affine(dt, start, step, i).map(Some))
-                    .collect::<Result<_, String>>()?
+                for i in 0..size {
+                    push(exact_affine(dt, start, step, i)?);
+                }
             } else {
                 // Integers (and bool): start + i*step wraps, and so does every step of it.
-                (0..size)
-                    .map(|i| {
-                        let i = scalar::cast(DType::Int64, dt, i as u64)
-                            .map_err(|e| format!("arange index {i}: {e}"))?;
+                for i in 0..size {
+                    let i = scalar::cast(DType::Int64, dt, i as u64)
+                        .map_err(|e| format!("arange index {i}: {e}"))?;
+                    push(
                         scalar::alu(Op::MULACC, dt, &[i, step, start])
-                            .map(Some)
-                            .map_err(|e| format!("arange: {e}"))
-                    })
-                    .collect::<Result<_, String>>()?
+                            .map_err(|e| format!("arange: {e}"))?,
+                    );
+                }
             }
         }
         Init::Prng { seed, lo, hi } => {
@@ -66,26 +101,22 @@ pub fn component(init: &Init, dt: DType, size: usize) -> Result<Vec<Option<u64>>
             // below 2^64, so a span that saturates is never reached by the modulo.
             let span = hi.abs_diff(*lo).saturating_add(1);
             let mut rng = SplitMix64(*seed);
-            (0..size)
-                .map(|_| {
-                    let r = u128::from(rng.next_u64()) % span;
-                    // r < span, so lo + r <= hi: it fits (checked all the same).
-                    let v = i128::try_from(r)
-                        .ok()
-                        .and_then(|r| lo.checked_add(r))
-                        .ok_or_else(|| format!("prng range [{lo}, {hi}] overflows"))?;
-                    prng_value(dt, v).map(Some)
-                })
-                .collect::<Result<_, _>>()?
+            for _ in 0..size {
+                let r = u128::from(rng.next_u64()) % span;
+                // r < span, so lo + r <= hi: it fits (checked all the same).
+                let v = i128::try_from(r)
+                    .ok()
+                    .and_then(|r| lo.checked_add(r))
+                    .ok_or_else(|| format!("prng range [{lo}, {hi}] overflows"))?;
+                push(prng_value(dt, v)?);
+            }
         }
-        Init::Uninit(true) => vec![None; size],
-        Init::Uninit(false) => {
-            return Err("{\"uninit\": false} says nothing: give data, fill, arange or prng".into())
+        Init::Uninit(_) | Init::PerDevice(_) => {
+            is_uninit(init)?;
+            return Err("uninitialized contents have no bits".into());
         }
-        Init::PerDevice(_) => {
-            return Err("per_device may only appear at the top of an input".into())
-        }
-    })
+    }
+    Ok(())
 }
 
 /// A drawn integer in `dt`: it must be representable exactly (the format promises an exact

@@ -1,11 +1,11 @@
 //! From a case file to a verified graph with inputs. Every problem becomes a [`CaseError`]
 //! that names the file, the node (by its case-file id) and the reason.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use serde_json::Value as Json;
-use uopkit_interp::eval::BufferInit;
+use uopkit_interp::eval::{BufferInit, ColumnInit};
 use uopkit_interp::ir::inline::inline_calls;
 use uopkit_interp::ir::{Arg, DType, Device, DeviceSpec, Graph, Node, NodeId, Op, ReduceOrder};
 use uopkit_interp::scalar::literal;
@@ -149,6 +149,31 @@ pub fn parse_case(text: &str) -> Result<Case, CaseError> {
 
 /// Builds the graph (in dependency order), verifies it and materializes the inputs.
 pub fn load(case: &Case) -> Result<(Loaded, Verified), LoadError> {
+    let (mut loaded, verified) = load_graph(case)?;
+    loaded.inputs = materialize_inputs(case, &loaded, &verified, |init, dt, size, _| {
+        inputs::component(init, dt, size)
+    })
+    .map_err(LoadError::Case)?;
+    check_outputs(case, &loaded, &verified).map_err(LoadError::Case)?;
+    Ok((loaded, verified))
+}
+
+/// [`load`] with the inputs materialized straight into the oracle's compact form (for
+/// [`uopkit_interp::eval::evaluate_columns`]; 4 bytes per float32 element instead of 16) and
+/// returned beside the graph: `Loaded::inputs` is left empty. The same checks, in the same
+/// order, and the same errors as [`load`].
+pub fn load_compact(
+    case: &Case,
+) -> Result<(Loaded, Verified, BTreeMap<NodeId, ColumnInit>), LoadError> {
+    let (loaded, verified) = load_graph(case)?;
+    let columns =
+        materialize_inputs(case, &loaded, &verified, inputs::column).map_err(LoadError::Case)?;
+    check_outputs(case, &loaded, &verified).map_err(LoadError::Case)?;
+    Ok((loaded, verified, columns))
+}
+
+/// The graph, CALLs inlined, verified (no inputs yet).
+fn load_graph(case: &Case) -> Result<(Loaded, Verified), LoadError> {
     let mut loaded = build_graph(case).map_err(LoadError::Case)?;
     let mut verified =
         verify::verify(&loaded.graph).map_err(|e| LoadError::Verify(loaded.file_error(e)))?;
@@ -178,8 +203,6 @@ pub fn load(case: &Case) -> Result<(Loaded, Verified), LoadError> {
         verified =
             verify::verify(&loaded.graph).map_err(|e| LoadError::Verify(loaded.file_error(e)))?;
     }
-    loaded.inputs = materialize_inputs(case, &loaded, &verified).map_err(LoadError::Case)?;
-    check_outputs(case, &loaded, &verified).map_err(LoadError::Case)?;
     Ok((loaded, verified))
 }
 
@@ -235,7 +258,8 @@ pub enum LoadError {
 }
 
 fn build_graph(case: &Case) -> Result<Loaded, CaseError> {
-    let mut by_id: BTreeMap<u64, usize> = BTreeMap::new();
+    // Case-file id → position in `case.graph` (looked up only, never iterated).
+    let mut by_id: HashMap<u64, usize> = HashMap::with_capacity(case.graph.len());
     for (i, n) in case.graph.iter().enumerate() {
         if n.id > u64::from(u32::MAX) {
             return Err(CaseError::new(Some(n.id), "node ids must be below 2^32"));
@@ -244,23 +268,31 @@ fn build_graph(case: &Case) -> Result<Loaded, CaseError> {
             return Err(CaseError::new(Some(n.id), "duplicate node id"));
         }
     }
+    // The sources of each node, as positions.
+    let mut srcs: Vec<Vec<usize>> = Vec::with_capacity(case.graph.len());
     for n in &case.graph {
-        if let Some(&s) = n.src.iter().find(|s| !by_id.contains_key(s)) {
-            return Err(CaseError::new(
-                Some(n.id),
-                format!("source {s} is not a node of the graph"),
-            ));
-        }
+        let s = n
+            .src
+            .iter()
+            .map(|s| {
+                by_id.get(s).copied().ok_or_else(|| {
+                    CaseError::new(Some(n.id), format!("source {s} is not a node of the graph"))
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        srcs.push(s);
     }
-    let order = topo_order(case, &by_id)?;
+    drop(by_id);
+    let order = topo_order(case, &srcs)?;
     let mut graph = Graph::new();
-    let mut arena_id = BTreeMap::new();
+    // The arena id of each position (set once the node is added, before its users).
+    let mut at: Vec<NodeId> = vec![NodeId(u32::MAX); case.graph.len()];
     let mut file_id: Vec<u64> = vec![];
     for i in order {
         let n = &case.graph[i];
         let arg = parse_arg(n.op, n.dtype, &n.arg)
             .map_err(|r| CaseError::new(Some(n.id), format!("{}: {r}", n.op)))?;
-        let src = n.src.iter().map(|s| arena_id[s]).collect();
+        let src = srcs[i].iter().map(|&s| at[s]).collect();
         let id = graph.add(Node {
             op: n.op,
             dtype: n.dtype,
@@ -276,8 +308,14 @@ fn build_graph(case: &Case) -> Result<Loaded, CaseError> {
                 format!("{} is the same node as node {} (same slot, size and device): give each buffer its own slot", n.op, file_id[id.index()]),
             ));
         }
-        arena_id.insert(n.id, id);
+        at[i] = id;
     }
+    let arena_id = case
+        .graph
+        .iter()
+        .zip(at)
+        .map(|(n, id)| (n.id, id))
+        .collect();
     Ok(Loaded {
         graph,
         file_id,
@@ -288,7 +326,7 @@ fn build_graph(case: &Case) -> Result<Loaded, CaseError> {
 
 /// Sources before users; a cycle is an error naming a node on it. Iterative, so a deep
 /// graph cannot overflow the stack.
-fn topo_order(case: &Case, by_id: &BTreeMap<u64, usize>) -> Result<Vec<usize>, CaseError> {
+fn topo_order(case: &Case, srcs: &[Vec<usize>]) -> Result<Vec<usize>, CaseError> {
     #[derive(Clone, Copy, PartialEq)]
     enum Mark {
         New,
@@ -304,9 +342,9 @@ fn topo_order(case: &Case, by_id: &BTreeMap<u64, usize>) -> Result<Vec<usize>, C
         let mut stack = vec![(start, 0usize)];
         mark[start] = Mark::Open;
         while let Some(&mut (i, ref mut next)) = stack.last_mut() {
-            let srcs = &case.graph[i].src;
+            let srcs = &srcs[i];
             if *next < srcs.len() {
-                let s = by_id[&srcs[*next]];
+                let s = srcs[*next];
                 *next += 1;
                 match mark[s] {
                     Mark::New => {
@@ -519,11 +557,14 @@ pub fn parse_arg(op: Op, dtype: DType, v: &Json) -> Result<Arg, String> {
     })
 }
 
-fn materialize_inputs(
+/// The initial contents of each BUFFER with an input, one `C` per device component, made by
+/// `component(init, dtype, size, buffer)`.
+fn materialize_inputs<C: Clone>(
     case: &Case,
     loaded: &Loaded,
     ver: &Verified,
-) -> Result<BTreeMap<NodeId, BufferInit>, CaseError> {
+    component: impl Fn(&Init, DType, usize, NodeId) -> Result<C, String>,
+) -> Result<BTreeMap<NodeId, Vec<C>>, CaseError> {
     let mut out = BTreeMap::new();
     for (key, init) in &case.inputs {
         let fid: u64 = key
@@ -551,11 +592,11 @@ fn materialize_inputs(
                     ));
                 }
                 per.iter()
-                    .map(|i| inputs::component(i, node.dtype, info.shape[0]))
+                    .map(|i| component(i, node.dtype, info.shape[0], id))
                     .collect::<Result<Vec<_>, _>>()
             }
             single => {
-                let c = inputs::component(single, node.dtype, info.shape[0]);
+                let c = component(single, node.dtype, info.shape[0], id);
                 c.map(|c| vec![c; ndev])
             }
         }

@@ -1,8 +1,9 @@
 //! Running a case through the oracle and judging the result against the case's
 //! expectations (outputs, or the error it must raise).
 
-use uopkit_interp::eval::{self, Evaluation, Value};
+use uopkit_interp::eval::{self, Column, Compact, Elem, Evaluation, Value};
 use uopkit_interp::ir::{Graph, NodeId};
+use uopkit_interp::scalar::literal;
 use uopkit_interp::verify::Verified;
 use uopkit_interp::Error as OracleError;
 
@@ -54,6 +55,35 @@ pub fn run_oracle(case: &Case) -> Result<OracleRun, RunError> {
     })
 }
 
+/// [`run_oracle`] with the inputs materialized straight into the oracle's compact form and
+/// moved into the evaluation ([`load::load_compact`], [`eval::evaluate_columns`]), so that
+/// no element list of the inputs is kept: the oracle path of `uopkit run` and
+/// [`check_oracle`]. The run's `loaded.inputs` is empty (a backend that needs the inputs as
+/// [`uopkit_interp::eval::BufferInit`]s takes a [`run_oracle`] run). The same values and the
+/// same errors as [`run_oracle`].
+pub fn run_oracle_compact(case: &Case) -> Result<OracleRun, RunError> {
+    let (loaded, verified, columns) = load::load_compact(case)?;
+    let roots = output_nodes(case, &loaded)?;
+    let evaluation = eval::evaluate_columns(
+        &loaded.graph,
+        &verified,
+        columns,
+        &roots,
+        &eval::Options::default(),
+    )
+    .map_err(|e| RunError::Oracle(loaded.file_error(e)))?;
+    for &r in &roots {
+        evaluation
+            .output_compact(&loaded.graph, r)
+            .map_err(|e| RunError::Oracle(loaded.file_error(e)))?;
+    }
+    Ok(OracleRun {
+        loaded,
+        verified,
+        evaluation,
+    })
+}
+
 fn output_nodes(case: &Case, loaded: &Loaded) -> Result<Vec<NodeId>, RunError> {
     case.outputs
         .iter()
@@ -77,10 +107,60 @@ pub fn output_values<'a>(case: &Case, run: &'a OracleRun) -> Result<Vec<&'a Valu
         .collect()
 }
 
+/// The value of each output in the oracle's compact form, in the case's order (no copy).
+pub fn output_compacts<'a>(case: &Case, run: &'a OracleRun) -> Result<Vec<&'a Compact>, RunError> {
+    output_nodes(case, &run.loaded)?
+        .into_iter()
+        .map(|id| {
+            run.evaluation
+                .output_compact(run.graph(), id)
+                .map_err(|e| RunError::Oracle(run.loaded.file_error(e)))
+        })
+        .collect()
+}
+
+/// Writes an output as `uopkit run` prints it: `NAME: DTYPE [SHAPE] = [e0, e1, …]` (one line
+/// per device for a multi-device value, `?` for an element never written), element by
+/// element from the compact form (no list of the elements or of their texts is built).
+pub fn write_output(w: &mut impl std::io::Write, name: &str, v: &Compact) -> std::io::Result<()> {
+    let comp = |w: &mut dyn std::io::Write, c: &Column| -> std::io::Result<()> {
+        w.write_all(b"[")?;
+        for i in 0..c.len() {
+            if i > 0 {
+                w.write_all(b", ")?;
+            }
+            match c.get(i) {
+                Elem::Bits(b) => w.write_all(literal::display(v.dtype, b).as_bytes())?,
+                Elem::Uninit { .. } => w.write_all(b"?")?,
+            }
+        }
+        w.write_all(b"]")
+    };
+    if v.multi {
+        writeln!(
+            w,
+            "{name}: {} {:?} on {} devices",
+            v.dtype,
+            v.shape,
+            v.comps.len()
+        )?;
+        for (i, c) in v.comps.iter().enumerate() {
+            write!(w, "  device {i}: ")?;
+            comp(w, c)?;
+            writeln!(w)?;
+        }
+    } else {
+        write!(w, "{name}: {} {:?} = ", v.dtype, v.shape)?;
+        comp(w, v.comps.first().map_or(&Column::default(), |c| c))?;
+        writeln!(w)?;
+    }
+    Ok(())
+}
+
 /// Runs a case through the oracle and checks it: Ok with one diff per output (all passing)
-/// or Err with a report of what went wrong.
+/// or Err with a report of what went wrong. (Through [`run_oracle_compact`].)
 pub fn check_oracle(case: &Case) -> Result<Vec<OutputDiff>, String> {
-    judge_oracle(case, &run_oracle(case))
+    judge_oracle(case, &run_oracle_compact(case))
 }
 
 /// Judges an oracle run (or its failure) against the case's expectations, like
@@ -97,11 +177,12 @@ pub fn judge_oracle(
         (Some(want), Err(got)) => match_error(want, got).map(|_| vec![]),
         (None, Err(e)) => Err(e.to_string()),
         (None, Ok(run)) => {
-            let values = output_values(case, run).map_err(|e| e.to_string())?;
+            // From the compact form: the outputs' public form is not built to judge them.
+            let values = output_compacts(case, run).map_err(|e| e.to_string())?;
             let mut diffs = vec![];
             let mut report = String::new();
             for (out, v) in case.outputs.iter().zip(values) {
-                let d = compare::compare(out, v)?;
+                let d = compare::compare_compact(out, v)?;
                 if !d.passed() {
                     report += &d.report(8);
                 }

@@ -14,7 +14,7 @@ pub mod report;
 
 use serde_json::Value as Json;
 use uopkit_interp::bounds::{self, ulp, Bounds, NodeBounds, Tolerances, Why};
-use uopkit_interp::eval::{Data, Elem, Value};
+use uopkit_interp::eval::{Column, Compact, Data, Elem, Value};
 use uopkit_interp::ir::{DType, NodeId};
 use uopkit_interp::scalar::{literal, round};
 
@@ -180,10 +180,92 @@ pub fn compare(out: &Output, value: &Value) -> Result<OutputDiff, String> {
         out,
         value.dtype,
         &expected,
-        &actual,
+        actual.as_slice(),
         &policy,
         Reference::Expected,
     ))
+}
+
+/// [`compare`] for a value in the oracle's compact form ([`uopkit_interp::eval::Evaluation::output_compact`]):
+/// the same result and the same errors, without building the value's public form (16 bytes
+/// per element) or a list of its bits (8 bytes per element).
+pub fn compare_compact(out: &Output, value: &Compact) -> Result<OutputDiff, String> {
+    if value.shape != out.shape {
+        return Err(format!(
+            "output '{}': the case says shape {:?}, the node has shape {:?}",
+            out.name, out.shape, value.shape
+        ));
+    }
+    let multi = value.multi.then_some(value.comps.len());
+    let expected = expected_bits(out, value.dtype, multi)
+        .map_err(|e| format!("output '{}': {e}", out.name))?;
+    // The public form has one component for a single-device value.
+    let comps: &[std::rc::Rc<Column>] = if value.multi {
+        &value.comps
+    } else {
+        &value.comps[..value.comps.len().min(1)]
+    };
+    for c in comps {
+        if let Some((i, _)) = c.first_poison() {
+            return Err(format!(
+                "output '{}' element {i} was never written",
+                out.name
+            ));
+        }
+    }
+    let alts = either::alternatives(out, &out.compare, value.dtype, multi)?;
+    let policy = Policy {
+        mode: &out.compare,
+        nan: out.nan,
+        bounds: None,
+        alts,
+    };
+    Ok(diff(
+        out,
+        value.dtype,
+        &expected,
+        &ColumnBits(comps),
+        &policy,
+        Reference::Expected,
+    ))
+}
+
+/// Per-component bits to compare, indexed (so that a compact value is read in place).
+trait Bits {
+    fn components(&self) -> usize;
+    fn len(&self, c: usize) -> usize;
+    fn get(&self, c: usize, i: usize) -> u64;
+}
+
+impl Bits for [Vec<u64>] {
+    fn components(&self) -> usize {
+        <[Vec<u64>]>::len(self)
+    }
+    fn len(&self, c: usize) -> usize {
+        self[c].len()
+    }
+    fn get(&self, c: usize, i: usize) -> u64 {
+        self[c][i]
+    }
+}
+
+/// Columns known to hold no poison.
+struct ColumnBits<'a>(&'a [std::rc::Rc<Column>]);
+
+impl Bits for ColumnBits<'_> {
+    fn components(&self) -> usize {
+        self.0.len()
+    }
+    fn len(&self, c: usize) -> usize {
+        self.0[c].len()
+    }
+    fn get(&self, c: usize, i: usize) -> u64 {
+        match self.0[c].get(i) {
+            Elem::Bits(b) => b,
+            // Checked before: a column to compare holds no poison.
+            Elem::Uninit { .. } => 0,
+        }
+    }
 }
 
 /// Compares a backend's value with the oracle's under the output's own mode; `bounded` without
@@ -255,7 +337,7 @@ pub fn compare_with(
         out,
         oracle.dtype,
         &reference,
-        &got,
+        got.as_slice(),
         &policy,
         Reference::Oracle,
     );
@@ -380,7 +462,7 @@ fn diff(
     out: &Output,
     dt: DType,
     reference: &[Vec<u64>],
-    actual: &[Vec<u64>],
+    actual: &(impl Bits + ?Sized),
     p: &Policy,
     kind: Reference,
 ) -> OutputDiff {
@@ -396,24 +478,28 @@ fn diff(
             let misses = |alt: &[Vec<Option<u64>>]| -> usize {
                 reference
                     .iter()
-                    .zip(actual)
+                    .take(actual.components())
+                    .enumerate()
                     .zip(alt)
-                    .map(|((r, a), x)| {
+                    .map(|((c, r), x)| {
                         r.iter()
-                            .zip(a)
+                            .take(actual.len(c))
+                            .enumerate()
                             .zip(x)
-                            .filter(|((r, a), x)| !p.same(dt, x.unwrap_or(**r), **a))
+                            .filter(|((i, r), x)| !p.same(dt, x.unwrap_or(**r), actual.get(c, *i)))
                             .count()
                     })
                     .sum()
             };
             let ref_misses: usize = reference
                 .iter()
-                .zip(actual)
-                .map(|(r, a)| {
+                .take(actual.components())
+                .enumerate()
+                .map(|(c, r)| {
                     r.iter()
-                        .zip(a)
-                        .filter(|(r, a)| !p.same(dt, **r, **a))
+                        .take(actual.len(c))
+                        .enumerate()
+                        .filter(|(i, r)| !p.same(dt, **r, actual.get(c, *i)))
                         .count()
                 })
                 .sum();
@@ -433,8 +519,9 @@ fn diff(
         _ => None,
     };
 
-    for (c, (r, a)) in reference.iter().zip(actual).enumerate() {
-        for (i, (&e, &x)) in r.iter().zip(a).enumerate() {
+    for (c, r) in reference.iter().take(actual.components()).enumerate() {
+        for (i, &e) in r.iter().take(actual.len(c)).enumerate() {
+            let x = actual.get(c, i);
             let d = ulp::distance(dt, e, x);
             if let Some(h) = histogram.as_mut() {
                 h.add(if d.is_none() && p.same(dt, e, x) {

@@ -554,7 +554,8 @@ impl Evaluator<'_> {
                         ),
                     ));
                 }
-                init.into_iter().map(|c| Rc::new(c.dense())).collect()
+                // Moved in: a dense input column becomes the initial version without a copy.
+                init.into_iter().map(|c| Rc::new(c.into_dense())).collect()
             }
             None => {
                 let c = Rc::new(Column::uninit(info.dtype, id, size));

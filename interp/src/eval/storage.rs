@@ -32,9 +32,20 @@ impl<C> Clone for Version<C> {
 }
 
 pub struct Versions<C = Vec<Vec<Elem>>> {
-    /// The version each STORE produced, the version it started from, and its depth (the
-    /// number of stores between it and the initial contents, itself included).
-    after_store: HashMap<NodeId, (Version<C>, Option<NodeId>, usize)>,
+    /// The version each STORE produced and where it sits in its buffer's tree of versions.
+    after_store: HashMap<NodeId, Recorded<C>>,
+}
+
+/// A recorded version. The versions of a buffer form a tree rooted at its initial contents
+/// (`None`); each knows its parent, its depth (the number of stores between it and the
+/// initial contents, itself included) and a jump pointer to an ancestor (Myers' skew-binary
+/// scheme), so that "is this version older" takes O(log depth) steps however long the
+/// chain of assigns between them is.
+struct Recorded<C> {
+    version: Version<C>,
+    base: Option<NodeId>,
+    depth: usize,
+    jump: Option<NodeId>,
 }
 
 /// What the stores a node stands for (see [`stores_in`]) leave, per buffer: the newest of
@@ -63,20 +74,48 @@ impl<C> Versions<C> {
             made_by: Some(store),
             comps: Rc::new(comps),
         };
-        let depth = self.depth(base.made_by) + 1;
-        self.after_store
-            .insert(store, (v.clone(), base.made_by, depth));
+        let parent = base.made_by;
+        let depth = self.depth(parent) + 1;
+        // Jump to the parent's jump's jump when the two jumps below the parent are equally
+        // long (they then merge into one twice as long), else to the parent.
+        let j = self.jump(parent);
+        let jj = self.jump(j);
+        let jump = if self.depth(parent) - self.depth(j) == self.depth(j) - self.depth(jj) {
+            jj
+        } else {
+            parent
+        };
+        self.after_store.insert(
+            store,
+            Recorded {
+                version: v.clone(),
+                base: parent,
+                depth,
+                jump,
+            },
+        );
         v
     }
 
     fn depth(&self, v: Option<NodeId>) -> usize {
-        v.and_then(|s| self.after_store.get(&s)).map_or(0, |e| e.2)
+        v.and_then(|s| self.after_store.get(&s))
+            .map_or(0, |e| e.depth)
+    }
+
+    /// The jump pointer of `v` (the initial contents jump to themselves).
+    fn jump(&self, v: Option<NodeId>) -> Option<NodeId> {
+        v.and_then(|s| self.after_store.get(&s))
+            .and_then(|e| e.jump)
+    }
+
+    fn version(&self, s: NodeId) -> Option<&Version<C>> {
+        self.after_store.get(&s).map(|e| &e.version)
     }
 
     /// The summary of one STORE (after it was recorded).
     pub fn store_summary(&self, store: NodeId) -> Summary {
         match self.after_store.get(&store) {
-            Some((v, _, _)) => BTreeMap::from([(v.buffer, Newest::Store(store))]),
+            Some(e) => BTreeMap::from([(e.version.buffer, Newest::Store(store))]),
             None => BTreeMap::new(),
         }
     }
@@ -127,7 +166,7 @@ impl<C> Versions<C> {
             None => Ok(base),
             Some(&Newest::Unordered(a, b)) => Err(unordered(a, b.to_string())),
             Some(&Newest::Store(s)) => {
-                let Some((v, _, _)) = self.after_store.get(&s) else {
+                let Some(v) = self.version(s) else {
                     return Ok(base);
                 };
                 if self.is_ancestor(base.made_by, Some(s)) {
@@ -156,7 +195,7 @@ impl<C> Versions<C> {
         let stores = stores_in(g, deps);
         let mut newest = base;
         for s in stores {
-            let Some((v, _, _)) = self.after_store.get(&s) else {
+            let Some(v) = self.version(s) else {
                 continue;
             };
             if v.buffer != newest.buffer {
@@ -182,24 +221,30 @@ impl<C> Versions<C> {
         Ok(newest)
     }
 
-    /// Whether version `old` is `new` or one of the versions `new` was built from.
-    /// (Versions know their depth, so the walk is as long as the distance between them.)
+    /// Whether version `old` is `new` or one of the versions `new` was built from: whether
+    /// `new`'s ancestor at `old`'s depth is `old`, found along the jump pointers in
+    /// O(log depth) steps.
     fn is_ancestor(&self, old: Option<NodeId>, new: Option<NodeId>) -> bool {
-        let (d_old, d_new) = (self.depth(old), self.depth(new));
-        if d_old > d_new {
+        if old == new {
+            return true;
+        }
+        let recorded = |v: Option<NodeId>| v.is_none_or(|s| self.after_store.contains_key(&s));
+        if !recorded(old) || !recorded(new) {
             return false;
         }
+        let target = self.depth(old);
         let mut cur = new;
-        for _ in 0..=(d_new - d_old) {
-            if cur == old {
-                return true;
+        while let Some(e) = cur.and_then(|c| self.after_store.get(&c)) {
+            if e.depth <= target {
+                break;
             }
-            match cur.and_then(|c| self.after_store.get(&c)) {
-                Some((_, base, _)) => cur = *base,
-                None => return false,
-            }
+            cur = if self.depth(e.jump) >= target {
+                e.jump
+            } else {
+                e.base
+            };
         }
-        false
+        cur == old
     }
 }
 
@@ -223,4 +268,64 @@ pub fn stores_in(g: &Graph, deps: &[NodeId]) -> Vec<NodeId> {
     }
     out.sort();
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The jump-pointer walk answers exactly what the walk along parents answers, on a tree
+    /// of versions with long chains and branches.
+    #[test]
+    fn is_ancestor_agrees_with_the_parent_walk() {
+        let mut vs: Versions<()> = Versions::default();
+        let init = Version {
+            buffer: NodeId(0),
+            made_by: None,
+            comps: Rc::new(()),
+        };
+        let mut made: Vec<Version<()>> = vec![init];
+        let mut parent_of: Vec<Option<usize>> = vec![None];
+        let mut seed = 0x1234_5678_u64;
+        for i in 1..3000u32 {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            // Mostly extend the newest version (long chains), sometimes branch off an old one.
+            let p = if seed >> 60 == 0 {
+                (seed >> 20) as usize % made.len()
+            } else {
+                made.len() - 1
+            };
+            let v = vs.record_store(NodeId(i), &made[p].clone(), ());
+            made.push(v);
+            parent_of.push(Some(p));
+        }
+        let naive = |a: usize, b: usize| {
+            let mut cur = Some(b);
+            while let Some(c) = cur {
+                if c == a {
+                    return true;
+                }
+                cur = parent_of[c];
+            }
+            false
+        };
+        for _ in 0..20000 {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let a = (seed >> 33) as usize % made.len();
+            let b = (seed >> 13) as usize % made.len();
+            assert_eq!(
+                vs.is_ancestor(made[a].made_by, made[b].made_by),
+                naive(a, b),
+                "versions {a} and {b}"
+            );
+        }
+        // Unrecorded stores are ancestors of nothing but themselves.
+        assert!(!vs.is_ancestor(Some(NodeId(99999)), made[5].made_by));
+        assert!(!vs.is_ancestor(None, Some(NodeId(99999))));
+        assert!(vs.is_ancestor(Some(NodeId(99999)), Some(NodeId(99999))));
+    }
 }

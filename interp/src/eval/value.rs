@@ -313,6 +313,15 @@ impl Column {
         self.bits.bytes() + self.poison.as_ref().map_or(0, |p| p.len() * 8)
     }
 
+    /// [`Column::dense`] of an owned column: a dense one is returned as it is (no copy).
+    pub(crate) fn into_dense(self) -> Column {
+        if self.is_splat() {
+            self.dense()
+        } else {
+            self
+        }
+    }
+
     /// A dense copy (a splat expanded).
     pub(crate) fn dense(&self) -> Column {
         if !self.is_splat() {

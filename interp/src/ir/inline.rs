@@ -20,23 +20,54 @@ pub struct Inlined {
 /// The largest graph inlining may produce: nested CALLs can double it at every level.
 pub const MAX_INLINED_NODES: usize = 1 << 21;
 
-/// The number of elements of a buffer-like argument (BUFFER/PARAM, or AFTER of one), when
-/// it can be read off the graph without verifying it.
-fn numel_of(g: &Graph, mut n: NodeId) -> Option<usize> {
-    loop {
-        let node = g.node(n);
-        match (&node.op, &node.arg) {
-            (Op::BUFFER | Op::PARAM, Arg::Buffer { size, .. }) => return Some(*size),
-            (Op::AFTER | Op::DETACH, _) => n = *node.src.first()?,
-            _ => return None,
+/// Per node of the graph being built: the number of elements of a buffer-like node
+/// (BUFFER/PARAM, or AFTER/DETACH of one), when it can be read off the graph without
+/// verifying it. Kept up to date as nodes are added (each in O(1) from its first source),
+/// so that an argument at the end of a long chain of assigns is not walked per CALL.
+#[derive(Default)]
+struct Numel(Vec<Option<usize>>);
+
+impl Numel {
+    fn sync(&mut self, g: &Graph) {
+        for i in self.0.len()..g.len() {
+            let node = g.node(NodeId(i as u32));
+            let n = match (&node.op, &node.arg) {
+                (Op::BUFFER | Op::PARAM, Arg::Buffer { size, .. }) => Some(*size),
+                (Op::AFTER | Op::DETACH, _) => node
+                    .src
+                    .first()
+                    .and_then(|s| self.0.get(s.index()).copied().flatten()),
+                _ => None,
+            };
+            self.0.push(n);
         }
     }
+
+    fn of(&self, n: NodeId) -> Option<usize> {
+        self.0.get(n.index()).copied().flatten()
+    }
+}
+
+/// The nodes reachable from `root`, in topological order, in time proportional to their
+/// number (not to the graph's size: inlining asks this once per CALL).
+fn reachable_from(g: &Graph, root: NodeId) -> Vec<NodeId> {
+    let mut seen = std::collections::HashSet::new();
+    let mut stack = vec![root];
+    while let Some(id) = stack.pop() {
+        if seen.insert(id) {
+            stack.extend(g.node(id).src.iter().copied());
+        }
+    }
+    let mut out: Vec<NodeId> = seen.into_iter().collect();
+    out.sort_unstable();
+    out
 }
 
 pub fn inline_calls(g: &Graph) -> Result<Inlined> {
     let mut out = Graph::new();
     let mut origin: Vec<NodeId> = vec![];
     let mut remap: Vec<NodeId> = Vec::with_capacity(g.len());
+    let mut numel = Numel::default();
     let add = |out: &mut Graph, origin: &mut Vec<NodeId>, node, from: NodeId| {
         let id = out.add(node);
         if id.index() == origin.len() {
@@ -56,7 +87,8 @@ pub fn inline_calls(g: &Graph) -> Result<Inlined> {
         let (body, args) = (node.src[0], node.src[1..].to_vec());
         // Substitute inside the (already rebuilt) body: PARAM(slot) → args[slot].
         let mut sub: BTreeMap<NodeId, NodeId> = BTreeMap::new();
-        for b in out.reachable(&[body]) {
+        numel.sync(&out);
+        for b in reachable_from(&out, body) {
             let mut bn = out.node(b).clone();
             if bn.op == Op::PARAM {
                 let Arg::Buffer { slot, .. } = bn.arg else {
@@ -70,7 +102,7 @@ pub fn inline_calls(g: &Graph) -> Result<Inlined> {
                         args.len()
                     ),
                 })?;
-                if let (Arg::Buffer { size, .. }, Some(arg_size)) = (&bn.arg, numel_of(&out, arg)) {
+                if let (Arg::Buffer { size, .. }, Some(arg_size)) = (&bn.arg, numel.of(arg)) {
                     if *size != arg_size {
                         return Err(Error::Verify {
                             node: id,

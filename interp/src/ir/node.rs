@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
+use std::hash::{BuildHasher, BuildHasherDefault, Hasher, RandomState};
 
 use super::device::DeviceSpec;
 use super::dtype::DType;
@@ -83,7 +84,13 @@ pub struct Node {
 #[derive(Clone, Debug, Default)]
 pub struct Graph {
     nodes: Vec<Node>,
-    interned: HashMap<Node, NodeId>,
+    /// Hash-consing: each node's hash (SipHash with this graph's random keys, computed once
+    /// per added node) → the newest node with that hash; `same_hash` links it to the older
+    /// ones. The nodes are stored once (in `nodes`), and growing the table never hashes a
+    /// node again.
+    interned: HashMap<u64, NodeId, BuildHasherDefault<Prehashed>>,
+    same_hash: Vec<Option<NodeId>>,
+    keys: RandomState,
     /// Per node: whether it is a view of storage (BUFFER/PARAM, or AFTER, RESHAPE, PERMUTE,
     /// SHRINK, FLIP or DETACH of one). A structural property, kept so that finding a view's
     /// storage never walks a whole chain of assigns.
@@ -98,8 +105,14 @@ impl Graph {
     /// Adds a node, or returns the existing node that is structurally equal.
     /// Panics only on a programming error: a source id that is not in this graph.
     pub fn add(&mut self, node: Node) -> NodeId {
-        if let Some(&id) = self.interned.get(&node) {
-            return id;
+        let hash = self.keys.hash_one(&node);
+        let head = self.interned.get(&hash).copied();
+        let mut cur = head;
+        while let Some(id) = cur {
+            if self.nodes[id.index()] == node {
+                return id;
+            }
+            cur = self.same_hash[id.index()];
         }
         assert!(
             node.src.iter().all(|s| s.index() < self.nodes.len()),
@@ -114,8 +127,9 @@ impl Graph {
             _ => false,
         };
         self.storage.push(storage);
-        self.nodes.push(node.clone());
-        self.interned.insert(node, id);
+        self.nodes.push(node);
+        self.same_hash.push(head);
+        self.interned.insert(hash, id);
         id
     }
 
@@ -156,6 +170,27 @@ impl Graph {
             stack.extend(self.node(id).src.iter().copied());
         }
         self.ids().filter(|id| seen[id.index()]).collect()
+    }
+}
+
+/// The hasher of the interning table, whose keys are hashes already.
+#[derive(Clone, Copy, Debug, Default)]
+struct Prehashed(u64);
+
+impl Hasher for Prehashed {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        // Only `write_u64` is used (the key is a u64); fold anything else in all the same.
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
     }
 }
 
