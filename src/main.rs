@@ -16,8 +16,6 @@ use uopkit_conformance::harness::{self, Settings};
 use uopkit_conformance::load::{self, read_case, LoadError};
 use uopkit_conformance::run::{self, RunError};
 use uopkit_conformance::worker;
-use uopkit_interp::eval::{Data, Elem, Value};
-use uopkit_interp::scalar::literal;
 
 #[derive(Parser)]
 #[command(
@@ -412,8 +410,9 @@ fn run_one(file: &Path) -> ExitCode {
         Err(e) => return bad_input(e),
     };
     println!("{}: {}", file.display(), case.description);
-    // The oracle runs once; its result is printed and judged.
-    let result = run::run_oracle(&case);
+    // The oracle runs once, on the compact path (inputs and values as raw bits, no per-element
+    // objects); its result is printed and judged.
+    let result = run::run_oracle_compact(&case);
     match &result {
         Err(RunError::Load(e)) => {
             let e = match e {
@@ -428,10 +427,18 @@ fn run_one(file: &Path) -> ExitCode {
         }
         Err(RunError::Output(e)) => return bad_input(format!("{}: {e}", file.display())),
         Err(e) => println!("oracle: {e}"),
-        Ok(oracle) => match run::output_values(&case, oracle) {
+        Ok(oracle) => match run::output_compacts(&case, oracle) {
             Ok(values) => {
-                for (out, v) in case.outputs.iter().zip(values) {
-                    print_value(&out.name, v);
+                use std::io::Write as _;
+                let mut w = std::io::BufWriter::new(std::io::stdout().lock());
+                let written = case
+                    .outputs
+                    .iter()
+                    .zip(values)
+                    .try_for_each(|(out, v)| run::write_output(&mut w, &out.name, v))
+                    .and_then(|()| w.flush());
+                if let Err(e) = written {
+                    return bad_input(format!("cannot write the outputs: {e}"));
                 }
             }
             Err(e) => println!("oracle: {e}"),
@@ -445,28 +452,6 @@ fn run_one(file: &Path) -> ExitCode {
         Err(report) => {
             println!("NOT as expected:\n{report}");
             ExitCode::FAILURE
-        }
-    }
-}
-
-fn print_value(name: &str, v: &Value) {
-    let show = |comp: &[Elem]| -> String {
-        let items: Vec<String> = comp
-            .iter()
-            .map(|e| match e {
-                Elem::Bits(b) => literal::display(v.dtype, *b),
-                Elem::Uninit { .. } => "?".to_string(),
-            })
-            .collect();
-        format!("[{}]", items.join(", "))
-    };
-    match &v.data {
-        Data::Single(c) => println!("{name}: {} {:?} = {}", v.dtype, v.shape, show(c)),
-        Data::Multi(cs) => {
-            println!("{name}: {} {:?} on {} devices", v.dtype, v.shape, cs.len());
-            for (i, c) in cs.iter().enumerate() {
-                println!("  device {i}: {}", show(c));
-            }
         }
     }
 }
