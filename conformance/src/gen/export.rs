@@ -40,6 +40,8 @@ pub fn arg_json(op: Op, dtype: DType, arg: &Arg) -> Json {
         Arg::Index(i) => json!(i),
         Arg::Axis(a) => json!([a]),
         Arg::Name(n) => json!(n),
+        // Kernel graphs are never exported as cases; spelled for completeness.
+        Arg::Kernel(k, tag) => json!({"kernel": format!("{k:?}"), "tag": tag}),
     }
 }
 

@@ -9,6 +9,6 @@ pub mod reduce_order;
 
 pub use device::{Backend, Device, DeviceSpec};
 pub use dtype::DType;
-pub use node::{Arg, Graph, Node, NodeId};
+pub use node::{Arg, Graph, KArg, Node, NodeId};
 pub use op::Op;
 pub use reduce_order::ReduceOrder;

@@ -69,7 +69,26 @@ pub enum Arg {
     Axis(usize),
     /// CALL: a name for reports.
     Name(String),
+    /// A kernel-level node in the compiler's kernel graphs: the linear program's argument,
+    /// and a tag that keeps otherwise equal nodes distinct (two register accumulators of
+    /// one size are two buffers). Never in a tensor graph (the verifier rejects it).
+    Kernel(KArg, u32),
 }
+
+/// The argument of a kernel-level instruction (see `crate::kernel`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum KArg {
+    None,
+    Param(u32),
+    Reg(usize),
+    Const(u64),
+    Axis(u32),
+    /// A SPECIAL's launch dimension name (`gidx0`, `lidx1`, `idx0`).
+    Special(String),
+    /// A BUFFER in workgroup-shared (local) memory of `size` elements.
+    Local(usize),
+}
+
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Node {

@@ -36,6 +36,7 @@ pub mod interp;
 
 use std::fmt;
 
+pub use crate::ir::KArg;
 use crate::ir::{DType, Op};
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -53,18 +54,6 @@ impl fmt::Display for InstId {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum KArg {
-    None,
-    Param(u32),
-    Reg(usize),
-    Const(u64),
-    Axis(u32),
-    /// A SPECIAL's launch dimension name (`gidx0`, `lidx1`, `idx0`).
-    Special(String),
-    /// A BUFFER in workgroup-shared (local) memory of `size` elements.
-    Local(usize),
-}
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Inst {
