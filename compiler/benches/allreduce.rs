@@ -79,7 +79,16 @@ fn main() {
 
     for mode in [AllreduceMode::Naive, AllreduceMode::Ring] {
         let t = Instant::now();
-        let s = schedule_opts(&g, &ver, &[r], &ScheduleOpts { allreduce: mode }).expect("schedule");
+        let s = schedule_opts(
+            &g,
+            &ver,
+            &[r],
+            &ScheduleOpts {
+                allreduce: mode,
+                ..Default::default()
+            },
+        )
+        .expect("schedule");
         let sched_time = t.elapsed();
         let copied: usize = s
             .steps

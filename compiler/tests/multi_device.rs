@@ -142,8 +142,16 @@ fn mask(dt: DType) -> u64 {
 
 fn schedule(g: &G, roots: &[NodeId], mode: AllreduceMode) -> Schedule {
     let ver = g.verified();
-    schedule_opts(&g.g, &ver, roots, &ScheduleOpts { allreduce: mode })
-        .unwrap_or_else(|e| panic!("schedule: {e}"))
+    schedule_opts(
+        &g.g,
+        &ver,
+        roots,
+        &ScheduleOpts {
+            allreduce: mode,
+            ..Default::default()
+        },
+    )
+    .unwrap_or_else(|e| panic!("schedule: {e}"))
 }
 
 /// Schedules `roots`, runs them on the CPU devices and compares every output with the

@@ -12,7 +12,9 @@ use std::collections::BTreeMap;
 
 use uopkit_interp::eval::reduce_identity;
 use uopkit_interp::ir::{Arg, DType, Graph, NodeId, Op, ReduceOrder};
-use uopkit_interp::kernel::{InstId, KArg, ParamDecl, Program};
+use uopkit_interp::kernel::{KArg, ParamDecl};
+
+use crate::kgraph::{Builder, KernelGraph};
 use uopkit_interp::verify::Verified;
 
 use crate::rewrite::RuleSet;
@@ -37,7 +39,7 @@ pub fn lower(
     g: &Graph,
     ver: &Verified,
     passes: &[RuleSet],
-) -> Result<(Program, Vec<BufId>), LowerError> {
+) -> Result<(KernelGraph, Vec<BufId>), LowerError> {
     let mut args = vec![spec.target];
     let expr_loads = spec.expr.iter().flat_map(|e| e.loads());
     for src in spec.leaves.values().chain(expr_loads) {
@@ -62,7 +64,7 @@ pub fn lower(
         ver,
         spec,
         buffers,
-        prog: Program::new(name, params),
+        kb: Builder::new(name, params),
         ix: IndexGraph::default(),
         scopes: vec![BTreeMap::new()],
         ranges: BTreeMap::new(),
@@ -76,8 +78,15 @@ pub fn lower(
         passes,
     };
     l.lower_kernel()?;
-    Ok((l.prog, args))
+    let kg = l.kb.finish().map_err(|e| LowerError {
+        node: spec.value,
+        reason: e.to_string(),
+    })?;
+    Ok((kg, args))
 }
+
+/// A node of the kernel graph being built (the tensor graph's nodes are `NodeId`s too).
+type KNode = NodeId;
 
 /// A memo key: an index-graph node, or a graph node's value at an index vector under a
 /// validity condition.
@@ -92,15 +101,15 @@ struct Lowerer<'a> {
     ver: &'a Verified,
     spec: &'a KernelSpec,
     buffers: &'a [BufferDecl],
-    prog: Program,
+    kb: Builder,
     ix: IndexGraph,
     /// Emitted values per open loop scope (outer scopes are visible inside).
-    scopes: Vec<BTreeMap<Key, InstId>>,
+    scopes: Vec<BTreeMap<Key, KNode>>,
     /// The RANGE instruction of each open loop axis.
-    ranges: BTreeMap<u32, InstId>,
+    ranges: BTreeMap<u32, KNode>,
     next_axis: u32,
     slot: BTreeMap<BufId, u32>,
-    params: BTreeMap<u32, InstId>,
+    params: BTreeMap<u32, KNode>,
     passes: &'a [RuleSet],
 }
 
@@ -112,11 +121,11 @@ impl Lowerer<'_> {
         }
     }
 
-    fn lookup(&self, k: &Key) -> Option<InstId> {
+    fn lookup(&self, k: &Key) -> Option<KNode> {
         self.scopes.iter().rev().find_map(|s| s.get(k).copied())
     }
 
-    fn remember(&mut self, k: Key, v: InstId) {
+    fn remember(&mut self, k: Key, v: KNode) {
         if let Some(s) = self.scopes.last_mut() {
             s.insert(k, v);
         }
@@ -124,17 +133,17 @@ impl Lowerer<'_> {
 
     /// A constant, emitted once per loop scope (an instruction defined inside a loop is not
     /// visible after it).
-    fn konst(&mut self, dtype: DType, bits: u64) -> InstId {
+    fn konst(&mut self, dtype: DType, bits: u64) -> KNode {
         let k = Key::Index(self.ix.konst(dtype, bits));
         if let Some(v) = self.lookup(&k) {
             return v;
         }
-        let v = self.prog.push(Op::CONST, dtype, vec![], KArg::Const(bits));
+        let v = self.kb.push(Op::CONST, dtype, vec![], KArg::Const(bits));
         self.remember(k, v);
         v
     }
 
-    fn param(&self, b: BufId) -> InstId {
+    fn param(&self, b: BufId) -> KNode {
         self.params[&self.slot[&b]]
     }
 
@@ -146,7 +155,7 @@ impl Lowerer<'_> {
             let axis = self.next_axis;
             self.next_axis += 1;
             let r = self
-                .prog
+                .kb
                 .push(Op::RANGE, DType::Int64, vec![end], KArg::Axis(axis));
             self.ranges.insert(axis, r);
             self.scopes.push(BTreeMap::new());
@@ -159,7 +168,7 @@ impl Lowerer<'_> {
         for &v in vars.iter().rev() {
             let axis = self.ix.range_axis(v);
             if let Some(r) = axis.and_then(|a| self.ranges.remove(&a)) {
-                self.prog.push(Op::END, DType::Void, vec![r], KArg::None);
+                self.kb.push(Op::END, DType::Void, vec![r], KArg::None);
             }
             self.scopes.pop();
         }
@@ -167,9 +176,9 @@ impl Lowerer<'_> {
 
     fn lower_kernel(&mut self) -> Result<(), LowerError> {
         let spec = self.spec;
-        for (i, p) in self.prog.params.clone().iter().enumerate() {
+        for (i, p) in self.kb.params().to_vec().iter().enumerate() {
             let id = self
-                .prog
+                .kb
                 .push(Op::PARAM, p.dtype, vec![], KArg::Param(i as u32));
             self.params.insert(i as u32, id);
         }
@@ -187,8 +196,8 @@ impl Lowerer<'_> {
         let flat = self.emit_index(flat);
         let p = self.param(spec.target);
         let dtype = self.buffers[spec.target.0 as usize].dtype;
-        let at = self.prog.push(Op::INDEX, dtype, vec![p, flat], KArg::None);
-        self.prog
+        let at = self.kb.push(Op::INDEX, dtype, vec![p, flat], KArg::None);
+        self.kb
             .push(Op::STORE, DType::Void, vec![at, v], KArg::None);
         self.close_loops(&vars);
         Ok(())
@@ -229,12 +238,12 @@ impl Lowerer<'_> {
     }
 
     /// Emits an index-graph expression (after simplification) as instructions.
-    fn emit_index(&mut self, n: NodeId) -> InstId {
+    fn emit_index(&mut self, n: NodeId) -> KNode {
         let n = self.ix.simplify(n, self.passes);
         self.emit_ix(n)
     }
 
-    fn emit_ix(&mut self, n: NodeId) -> InstId {
+    fn emit_ix(&mut self, n: NodeId) -> KNode {
         let key = Key::Index(n);
         if let Some(v) = self.lookup(&key) {
             return v;
@@ -245,7 +254,7 @@ impl Lowerer<'_> {
             (Op::RANGE, Arg::Index(axis)) => self.ranges[&(*axis as u32)],
             _ => {
                 let srcs = node.src.iter().map(|&s| self.emit_ix(s)).collect();
-                self.prog.push(node.op, node.dtype, srcs, KArg::None)
+                self.kb.push(node.op, node.dtype, srcs, KArg::None)
             }
         };
         self.remember(key, v);
@@ -258,7 +267,7 @@ impl Lowerer<'_> {
         n: NodeId,
         idx: &[NodeId],
         valid: Option<NodeId>,
-    ) -> Result<InstId, LowerError> {
+    ) -> Result<KNode, LowerError> {
         let key = Key::Value(n, idx.to_vec(), valid);
         if let Some(v) = self.lookup(&key) {
             return Ok(v);
@@ -278,7 +287,7 @@ impl Lowerer<'_> {
                 Op::DETACH | Op::CONTIGUOUS => self.value(node.src[0], idx, valid)?,
                 Op::CAST | Op::BITCAST => {
                     let x = self.value(node.src[0], idx, valid)?;
-                    self.prog.push(node.op, node.dtype, vec![x], KArg::None)
+                    self.kb.push(node.op, node.dtype, vec![x], KArg::None)
                 }
                 op if op.is_alu() => {
                     let mut srcs = vec![];
@@ -290,7 +299,7 @@ impl Lowerer<'_> {
                             self.value(s, idx, valid)?
                         });
                     }
-                    self.prog.push(op, node.dtype, srcs, KArg::None)
+                    self.kb.push(op, node.dtype, srcs, KArg::None)
                 }
                 op if op.is_movement() => {
                     let in_shape = self.ver.info(node.src[0]).shape.clone();
@@ -303,7 +312,7 @@ impl Lowerer<'_> {
                             // Padding reads zero, whatever the padded expression computes.
                             let c = self.emit_index(pv);
                             let zero = self.konst(node.dtype, 0);
-                            self.prog
+                            self.kb
                                 .push(Op::WHERE, node.dtype, vec![c, x, zero], KArg::None)
                         }
                     }
@@ -325,25 +334,25 @@ impl Lowerer<'_> {
 
     /// Loads the element of view `src` at `idx` (0 where the view pads, or where `valid` is
     /// false).
-    fn load(&mut self, src: &Src, dtype: DType, idx: &[NodeId], valid: Option<NodeId>) -> InstId {
+    fn load(&mut self, src: &Src, dtype: DType, idx: &[NodeId], valid: Option<NodeId>) -> KNode {
         let size = self.buffers[src.buffer.0 as usize].size;
         let (flat, gate) = self.view_index(size, &src.chain, idx, valid);
         let flat = self.emit_index(flat);
         let p = self.param(src.buffer);
-        let at = self.prog.push(Op::INDEX, dtype, vec![p, flat], KArg::None);
+        let at = self.kb.push(Op::INDEX, dtype, vec![p, flat], KArg::None);
         match gate {
-            None => self.prog.push(Op::LOAD, dtype, vec![at], KArg::None),
+            None => self.kb.push(Op::LOAD, dtype, vec![at], KArg::None),
             Some(gate) => {
                 let gate = self.emit_index(gate);
                 let alt = self.konst(dtype, 0);
-                self.prog
+                self.kb
                     .push(Op::LOAD, dtype, vec![at, alt, gate], KArg::None)
             }
         }
     }
 
     /// A kernel expression that no graph node spells (see [`Expr`]) at index `idx`.
-    fn expr(&mut self, e: &Expr, idx: &[NodeId]) -> Result<InstId, LowerError> {
+    fn expr(&mut self, e: &Expr, idx: &[NodeId]) -> Result<KNode, LowerError> {
         Ok(match e {
             Expr::Load(src) => {
                 let dtype = self.buffers[src.buffer.0 as usize].dtype;
@@ -354,7 +363,7 @@ impl Lowerer<'_> {
                     .iter()
                     .map(|s| self.expr(s, idx))
                     .collect::<Result<Vec<_>, _>>()?;
-                self.prog.push(*op, *dtype, srcs, KArg::None)
+                self.kb.push(*op, *dtype, srcs, KArg::None)
             }
         })
     }
@@ -369,7 +378,7 @@ impl Lowerer<'_> {
         idx: &[NodeId],
         valid: Option<NodeId>,
         leaf: usize,
-    ) -> Result<InstId, LowerError> {
+    ) -> Result<KNode, LowerError> {
         const MAX_LEAVES: usize = 4096;
         let node = self.g.node(n).clone();
         let Arg::Reduce { op, axes, .. } = node.arg else {
@@ -401,7 +410,7 @@ impl Lowerer<'_> {
         }
         let dt = node.dtype;
         let acc = self
-            .prog
+            .kb
             .push(Op::BUFFER, dt, vec![], KArg::Reg(leaves.len()));
         let identity = self.konst(dt, reduce_identity(op, dt));
         let strides: Vec<usize> = (0..red_shape.len())
@@ -409,8 +418,8 @@ impl Lowerer<'_> {
             .collect();
         for (j, &(lo, hi)) in leaves.iter().enumerate() {
             let slot = self.konst(DType::Int64, j as u64);
-            let at = self.prog.push(Op::INDEX, dt, vec![acc, slot], KArg::None);
-            self.prog
+            let at = self.kb.push(Op::INDEX, dt, vec![acc, slot], KArg::None);
+            self.kb
                 .push(Op::STORE, DType::Void, vec![at, identity], KArg::None);
             let vars = self.open_loops(&[hi - lo]);
             // r = lo + v, unflattened into the reduced axes.
@@ -428,12 +437,10 @@ impl Lowerer<'_> {
             full.extend_from_slice(idx);
             let x = self.value(node.src[0], &full, valid)?;
             let slot_in = self.konst(DType::Int64, j as u64);
-            let at_in = self
-                .prog
-                .push(Op::INDEX, dt, vec![acc, slot_in], KArg::None);
-            let cur = self.prog.push(Op::LOAD, dt, vec![at_in], KArg::None);
-            let next = self.prog.push(op, dt, vec![cur, x], KArg::None);
-            self.prog
+            let at_in = self.kb.push(Op::INDEX, dt, vec![acc, slot_in], KArg::None);
+            let cur = self.kb.push(Op::LOAD, dt, vec![at_in], KArg::None);
+            let next = self.kb.push(op, dt, vec![cur, x], KArg::None);
+            self.kb
                 .push(Op::STORE, DType::Void, vec![at_in, next], KArg::None);
             self.close_loops(&vars);
         }
@@ -441,25 +448,74 @@ impl Lowerer<'_> {
         // in the same order as `split` made them, so leaf j is accumulator j.
         fn combine(
             l: &mut Lowerer<'_>,
-            (op, dt, acc): (Op, DType, InstId),
+            (op, dt, acc): (Op, DType, KNode),
             range: (usize, usize),
             leaf: usize,
             next: &mut usize,
-        ) -> InstId {
+        ) -> KNode {
             let (lo, hi) = range;
             if hi - lo <= leaf {
                 let slot = l.konst(DType::Int64, *next as u64);
                 *next += 1;
-                let at = l.prog.push(Op::INDEX, dt, vec![acc, slot], KArg::None);
-                return l.prog.push(Op::LOAD, dt, vec![at], KArg::None);
+                let at = l.kb.push(Op::INDEX, dt, vec![acc, slot], KArg::None);
+                return l.kb.push(Op::LOAD, dt, vec![at], KArg::None);
             }
             let mid = lo + (hi - lo) / 2;
             let a = combine(l, (op, dt, acc), (lo, mid), leaf, next);
             let b = combine(l, (op, dt, acc), (mid, hi), leaf, next);
-            l.prog.push(op, dt, vec![a, b], KArg::None)
+            l.kb.push(op, dt, vec![a, b], KArg::None)
         }
         let mut next = 0;
         Ok(combine(self, (op, dt, acc), (0, red_n), leaf, &mut next))
+    }
+
+    /// A sequential reduction as a kernel-level REDUCE node over the reduced axes' loops
+    /// (the `expand_reduce` pass turns it into an accumulator; a GPU pass may split it).
+    fn reduce_node(
+        &mut self,
+        n: NodeId,
+        idx: &[NodeId],
+        valid: Option<NodeId>,
+    ) -> Result<KNode, LowerError> {
+        let node = self.g.node(n).clone();
+        let Arg::Reduce { op, axes, .. } = node.arg else {
+            return Err(self.err(n, "REDUCE without an op"));
+        };
+        let in_shape = self.ver.info(node.src[0]).shape.clone();
+        let vars = self.open_loops(&in_shape[..axes]);
+        let full: Vec<NodeId> = vars.iter().chain(idx).copied().collect();
+        let x = self.value(node.src[0], &full, valid)?;
+        if self.kb.scope_has_effects() {
+            return Err(self.err(n, "a sequential REDUCE's value has effects"));
+        }
+        let ranges: Vec<KNode> = vars
+            .iter()
+            .filter_map(|&v| self.ix.range_axis(v))
+            .filter_map(|a| self.ranges.get(&a).copied())
+            .collect();
+        let r = self.kb.reduce(op, node.dtype, x, &ranges);
+        self.close_loops(&vars);
+        Ok(r)
+    }
+
+    /// Whether the fused expression under `n` holds a REDUCE with a declared (non-sequential)
+    /// order: those are lowered to accumulators directly, which are effects.
+    fn has_ordered_reduce(&self, n: NodeId) -> bool {
+        let mut stack = vec![n];
+        let mut seen = std::collections::BTreeSet::new();
+        while let Some(m) = stack.pop() {
+            if !seen.insert(m) || self.spec.leaves.contains_key(&m) {
+                continue;
+            }
+            let node = self.g.node(m);
+            if let Arg::Reduce { order, .. } = &node.arg {
+                if *order != ReduceOrder::Sequential {
+                    return true;
+                }
+            }
+            stack.extend(node.src.iter().copied());
+        }
+        false
     }
 
     /// A reduction: register accumulators set to the identity, one loop per reduced axis
@@ -472,7 +528,7 @@ impl Lowerer<'_> {
         n: NodeId,
         idx: &[NodeId],
         valid: Option<NodeId>,
-    ) -> Result<InstId, LowerError> {
+    ) -> Result<KNode, LowerError> {
         let node = self.g.node(n).clone();
         let Arg::Reduce {
             op,
@@ -483,6 +539,9 @@ impl Lowerer<'_> {
             return Err(self.err(n, "REDUCE without an op"));
         };
         let red_n: usize = self.ver.info(node.src[0]).shape[..axes].iter().product();
+        if *order == ReduceOrder::Sequential && !self.has_ordered_reduce(node.src[0]) {
+            return self.reduce_node(n, idx, valid);
+        }
         // k accumulators; element r of the reduced axes (row-major) goes to slot(r).
         let (k, chunk) = match *order {
             ReduceOrder::Sequential => (1, None),
@@ -493,13 +552,13 @@ impl Lowerer<'_> {
         };
         let in_shape = self.ver.info(node.src[0]).shape.clone();
         let dt = node.dtype;
-        let acc = self.prog.push(Op::BUFFER, dt, vec![], KArg::Reg(k));
+        let acc = self.kb.push(Op::BUFFER, dt, vec![], KArg::Reg(k));
         let identity = self.konst(dt, reduce_identity(op, dt));
         // acc[j] = identity for every j.
         let init = self.open_loops(&[k]);
         let j = self.emit_index(init[0]);
-        let at = self.prog.push(Op::INDEX, dt, vec![acc, j], KArg::None);
-        self.prog
+        let at = self.kb.push(Op::INDEX, dt, vec![acc, j], KArg::None);
+        self.kb
             .push(Op::STORE, DType::Void, vec![at, identity], KArg::None);
         self.close_loops(&init);
         // The fold: element r of the reduced axes (row-major) goes to accumulator r mod k.
@@ -518,37 +577,37 @@ impl Lowerer<'_> {
             Some(c) => self.ix.div_i(flat, c as i64),
         };
         let slot = self.emit_index(slot);
-        let at_in = self.prog.push(Op::INDEX, dt, vec![acc, slot], KArg::None);
-        let cur = self.prog.push(Op::LOAD, dt, vec![at_in], KArg::None);
-        let next = self.prog.push(op, dt, vec![cur, x], KArg::None);
-        self.prog
+        let at_in = self.kb.push(Op::INDEX, dt, vec![acc, slot], KArg::None);
+        let cur = self.kb.push(Op::LOAD, dt, vec![at_in], KArg::None);
+        let next = self.kb.push(op, dt, vec![cur, x], KArg::None);
+        self.kb
             .push(Op::STORE, DType::Void, vec![at_in, next], KArg::None);
         self.close_loops(&vars);
         let zero = self.konst(DType::Int64, 0);
         if k == 1 {
-            let at_out = self.prog.push(Op::INDEX, dt, vec![acc, zero], KArg::None);
-            return Ok(self.prog.push(Op::LOAD, dt, vec![at_out], KArg::None));
+            let at_out = self.kb.push(Op::INDEX, dt, vec![acc, zero], KArg::None);
+            return Ok(self.kb.push(Op::LOAD, dt, vec![at_out], KArg::None));
         }
         // Combine left to right: out = ((acc[0] op acc[1]) op acc[2]) …
-        let out = self.prog.push(Op::BUFFER, dt, vec![], KArg::Reg(1));
-        let out_at = self.prog.push(Op::INDEX, dt, vec![out, zero], KArg::None);
-        let first_at = self.prog.push(Op::INDEX, dt, vec![acc, zero], KArg::None);
-        let first = self.prog.push(Op::LOAD, dt, vec![first_at], KArg::None);
-        self.prog
+        let out = self.kb.push(Op::BUFFER, dt, vec![], KArg::Reg(1));
+        let out_at = self.kb.push(Op::INDEX, dt, vec![out, zero], KArg::None);
+        let first_at = self.kb.push(Op::INDEX, dt, vec![acc, zero], KArg::None);
+        let first = self.kb.push(Op::LOAD, dt, vec![first_at], KArg::None);
+        self.kb
             .push(Op::STORE, DType::Void, vec![out_at, first], KArg::None);
         let rest = self.open_loops(&[k - 1]);
         let one = self.ix.konst(DType::Int64, 1);
         let j = self.ix.add_i(rest[0], one);
         let j = self.emit_index(j);
-        let part_at = self.prog.push(Op::INDEX, dt, vec![acc, j], KArg::None);
-        let part = self.prog.push(Op::LOAD, dt, vec![part_at], KArg::None);
-        let out_in = self.prog.push(Op::INDEX, dt, vec![out, zero], KArg::None);
-        let cur = self.prog.push(Op::LOAD, dt, vec![out_in], KArg::None);
-        let next = self.prog.push(op, dt, vec![cur, part], KArg::None);
-        self.prog
+        let part_at = self.kb.push(Op::INDEX, dt, vec![acc, j], KArg::None);
+        let part = self.kb.push(Op::LOAD, dt, vec![part_at], KArg::None);
+        let out_in = self.kb.push(Op::INDEX, dt, vec![out, zero], KArg::None);
+        let cur = self.kb.push(Op::LOAD, dt, vec![out_in], KArg::None);
+        let next = self.kb.push(op, dt, vec![cur, part], KArg::None);
+        self.kb
             .push(Op::STORE, DType::Void, vec![out_in, next], KArg::None);
         self.close_loops(&rest);
-        let out_end = self.prog.push(Op::INDEX, dt, vec![out, zero], KArg::None);
-        Ok(self.prog.push(Op::LOAD, dt, vec![out_end], KArg::None))
+        let out_end = self.kb.push(Op::INDEX, dt, vec![out, zero], KArg::None);
+        Ok(self.kb.push(Op::LOAD, dt, vec![out_end], KArg::None))
     }
 }

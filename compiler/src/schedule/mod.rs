@@ -288,11 +288,23 @@ pub fn default_passes() -> Vec<crate::rewrite::RuleSet> {
 
 pub use allreduce::AllreduceMode;
 
+/// What the kernels are optimized for (which passes run; `optimize::passes`).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Target {
+    /// Loops on one thread (the C backend).
+    #[default]
+    Cpu,
+    /// GPU-style: launch indices for the outer loops, local-memory reductions with barriers.
+    Gpu,
+}
+
 /// Scheduling choices that do not change values.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ScheduleOpts {
     /// How ALLREDUCE is lowered (naive, ring, or tinygrad's automatic choice).
     pub allreduce: AllreduceMode,
+    /// The kernels' target.
+    pub target: Target,
 }
 
 impl ScheduleOpts {
@@ -309,7 +321,10 @@ impl ScheduleOpts {
             Err(std::env::VarError::NotPresent) => AllreduceMode::Auto,
             Err(e) => return Err(format!("{}: {e}", Self::ALLREDUCE_ENV)),
         };
-        Ok(ScheduleOpts { allreduce })
+        Ok(ScheduleOpts {
+            allreduce,
+            target: Target::Cpu,
+        })
     }
 }
 
@@ -425,13 +440,20 @@ pub fn schedule_with_opts(
                 src: *src,
             },
             Planned::Kernel(spec) => {
-                let (program, args) =
+                let (mut kg, args) =
                     crate::lower::lower(&format!("k{k}"), spec, &buffers, g, ver, passes).map_err(
                         |e| ScheduleError {
                             node: e.node,
                             reason: e.reason,
                         },
                     )?;
+                let fail = |reason: String| ScheduleError {
+                    node: spec.value,
+                    reason,
+                };
+                crate::optimize::optimize(&mut kg, &crate::optimize::passes(opts.target))
+                    .map_err(|e| fail(e.to_string()))?;
+                let program = crate::linearize::linearize(&kg).map_err(|e| fail(e.to_string()))?;
                 Step::Kernel {
                     device: spec.device,
                     program,

@@ -1,0 +1,98 @@
+//! Optimization: named passes over kernel graphs, each a rule set run by the rewrite engine
+//! to a fixed point (so `uopkit diff` can bisect a difference to a pass, and the hit counts
+//! name the rules that fired).
+//!
+//! * [`reduce`]: `expand_reduce`, a REDUCE node → a register accumulator and its loops
+//!   (every target needs it; it runs last).
+//! * [`gpu`]: the GPU-style lowering: `gpu_launch` turns the outer loops of the kernel into
+//!   launch indices (`gidx0..2`), `gpu_local_reduce` turns a top-level reduction whose result
+//!   does not depend on the fold order (integer ADD/MUL/MAX, which wrap) into a
+//!   local-memory tree reduction over `lidx0` with barriers and stores the result from
+//!   `lidx0 == 0` only.
+//!
+//! Which passes run is [`passes`] of the [`Target`] the schedule options name.
+
+pub mod gpu;
+pub mod reduce;
+
+use std::collections::BTreeMap;
+
+use uopkit_interp::ir::NodeId;
+
+use crate::kgraph::KernelGraph;
+use crate::rewrite::engine::{rewrite, Order, RewriteOpts, RuleSet, StopReason};
+pub use crate::schedule::Target;
+
+/// One named pass: a rule set and the order the engine visits nodes in.
+#[derive(Clone, Debug)]
+pub struct Pass {
+    pub rules: RuleSet,
+    pub order: Order,
+}
+
+impl Pass {
+    pub fn name(&self) -> &'static str {
+        self.rules.name
+    }
+}
+
+/// The passes a target runs, in order.
+pub fn passes(target: Target) -> Vec<Pass> {
+    let bottom_up = |rules| Pass {
+        rules,
+        order: Order::BottomUp,
+    };
+    match target {
+        Target::Cpu => vec![bottom_up(reduce::expand_reduce())],
+        Target::Gpu => vec![
+            Pass {
+                rules: gpu::launch(),
+                order: Order::TopDown,
+            },
+            bottom_up(gpu::local_reduce()),
+            bottom_up(reduce::expand_reduce()),
+        ],
+    }
+}
+
+/// A pass that did not reach a fixed point.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("kernel {kernel}: pass {pass} stopped without a fixed point ({stop:?})")]
+pub struct OptimizeError {
+    pub kernel: String,
+    pub pass: &'static str,
+    pub stop: StopReason,
+}
+
+/// What one pass did to one kernel: the rules that fired, with counts.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Applied {
+    pub pass: &'static str,
+    pub hits: BTreeMap<&'static str, usize>,
+}
+
+/// Runs one pass on `k` to a fixed point.
+pub fn apply(k: &mut KernelGraph, pass: &Pass) -> Result<Applied, OptimizeError> {
+    let opts = match pass.order {
+        Order::BottomUp => RewriteOpts::bottom_up(),
+        Order::TopDown => RewriteOpts::top_down(),
+    };
+    let res = rewrite(&mut k.graph, &[k.sink], &pass.rules, opts);
+    if res.stop != StopReason::FixedPoint {
+        return Err(OptimizeError {
+            kernel: k.name.clone(),
+            pass: pass.name(),
+            stop: res.stop,
+        });
+    }
+    k.sink = res.roots.first().copied().unwrap_or(NodeId(0));
+    Ok(Applied {
+        pass: pass.name(),
+        hits: res.hits,
+    })
+}
+
+/// Runs `passes` in order.
+pub fn optimize(k: &mut KernelGraph, passes: &[Pass]) -> Result<Vec<Applied>, OptimizeError> {
+    passes.iter().map(|p| apply(k, p)).collect()
+}
