@@ -86,9 +86,9 @@ enum Command {
         /// else the repository's).
         #[arg(long)]
         manifests: Option<PathBuf>,
-        /// Backends, comma-separated: oracle, kernels, cpu, exec:CMD (an external program
+        /// Backends, comma-separated: oracle, kernels, gpusim, cpu, exec:CMD (an external program
         /// speaking docs/backend-protocol.md; put it last).
-        #[arg(long, default_value = "oracle,kernels,cpu")]
+        #[arg(long, default_value = "oracle,kernels,gpusim,cpu")]
         backend: String,
         #[command(flatten)]
         run: RunArgs,

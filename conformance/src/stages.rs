@@ -18,6 +18,10 @@ use uopkit_interp::eval::{BufferInit, Elem, Value};
 use uopkit_interp::ir::NodeId;
 use uopkit_interp::kernel::interp::{run as run_kernel, RunOpts};
 
+/// The interleavings the GPU-style kernels run under (the kernel interpreter's seeds), in
+/// the `gpusim` trials and in `uopkit diff`.
+pub const GPU_SEEDS: [u64; 3] = [0, 0x9E37_79B9_7F4A_7C15, 0xD1B5_4A32_D192_ED03];
+
 use crate::case::Case;
 use crate::compare;
 use crate::run::{self, OracleRun};
@@ -280,7 +284,66 @@ pub fn diff(case: &Case) -> Result<DiffReport, String> {
             previous = Some((stage, sched, t));
         }
     }
+    // The GPU-style kernels, after each of the GPU target's passes, under every seed.
+    let gpu = uopkit_compiler::optimize::passes(schedule::Target::Gpu);
+    for k in 0..=gpu.len() {
+        let (stage, pass) = if k == 0 {
+            (
+                "gpusim: lowered".to_string(),
+                "before any GPU pass".to_string(),
+            )
+        } else {
+            let name = gpu[k - 1].name();
+            (
+                format!("gpusim: after pass '{name}'"),
+                format!("kernel pass '{name}'"),
+            )
+        };
+        let opts_k = schedule::ScheduleOpts {
+            target: schedule::Target::Gpu,
+            kernel_passes: Some(k),
+            ..schedule::ScheduleOpts::from_env().map_err(|e| format!("scheduler: {e}"))?
+        };
+        let sched = schedule_case_opts(&run, case, &passes, &opts_k)?;
+        let mut difference = None;
+        for seed in GPU_SEEDS {
+            let o = RunOpts {
+                seed,
+                ..opts.clone()
+            };
+            let d = match interpret_schedule(&sched, &run.loaded.inputs, &o, Record::Outputs) {
+                Err(e) => e.message,
+                Ok(t) => diff_outputs(case, &want, &t.outputs),
+            };
+            if !d.is_empty() {
+                difference = Some(format!("under seed {seed:#x}:\n{d}"));
+                break;
+            }
+        }
+        if let (Some(d), None) = (&difference, &first) {
+            first = Some(format!(
+                "first difference at stage '{stage}', {pass}\n{d}\nschedule:\n{sched}"
+            ));
+        }
+        stages.push(StageResult { stage, difference });
+    }
     Ok(DiffReport { stages, first })
+}
+
+fn schedule_case_opts(
+    run: &OracleRun,
+    case: &Case,
+    passes: &[RuleSet],
+    opts: &schedule::ScheduleOpts,
+) -> Result<Schedule, String> {
+    let roots: Vec<NodeId> = case
+        .outputs
+        .iter()
+        .map(|o| run.loaded.arena(o.node))
+        .collect::<Result<_, _>>()
+        .map_err(|e| e.to_string())?;
+    schedule::schedule_with_opts(&run.loaded.graph, &run.verified, &roots, passes, opts)
+        .map_err(|e| format!("scheduler: {e}"))
 }
 
 /// Which rules of the last pass the difference depends on: the pass is rerun without each

@@ -125,6 +125,10 @@ fn reduce_to_local(g: &mut Graph, _c: &Captures, id: NodeId) -> Option<NodeId> {
         return None;
     }
     let (&x, rs) = n.src.split_first()?;
+    // A value that depends on lidx0 is already one item's share (the partial fold below).
+    if reaches_lidx(g, x).is_some() {
+        return None;
+    }
     let mut ends = vec![];
     for &r in rs {
         ends.push(const_int(g, *g.node(r).src.first()?)?);

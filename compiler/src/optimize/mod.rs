@@ -10,7 +10,9 @@
 //!   local-memory tree reduction over `lidx0` with barriers and stores the result from
 //!   `lidx0 == 0` only.
 //!
-//! Which passes run is [`passes`] of the [`Target`] the schedule options name.
+//! Which passes run is [`passes`] of the [`Target`] the schedule options name (the GPU
+//! target also runs `symbolic` on the whole kernel graph after its own passes), then the
+//! [`finishing`] ones.
 
 pub mod gpu;
 pub mod reduce;
@@ -36,22 +38,33 @@ impl Pass {
     }
 }
 
-/// The passes a target runs, in order.
+/// The optimization passes a target runs, in order (`uopkit diff` bisects over them); the
+/// [`finishing`] passes always run after them.
 pub fn passes(target: Target) -> Vec<Pass> {
-    let bottom_up = |rules| Pass {
-        rules,
-        order: Order::BottomUp,
-    };
     match target {
-        Target::Cpu => vec![bottom_up(reduce::expand_reduce())],
+        Target::Cpu => vec![],
         Target::Gpu => vec![
             Pass {
                 rules: gpu::launch(),
                 order: Order::TopDown,
             },
             bottom_up(gpu::local_reduce()),
-            bottom_up(reduce::expand_reduce()),
+            // The index arithmetic the GPU passes wrote (f = q·L + l split into the
+            // reduced axes), simplified by the exact rules.
+            bottom_up(crate::rewrite::symbolic()),
         ],
+    }
+}
+
+/// The passes every kernel needs before it can be linearized: `expand_reduce`.
+pub fn finishing() -> Vec<Pass> {
+    vec![bottom_up(reduce::expand_reduce())]
+}
+
+fn bottom_up(rules: RuleSet) -> Pass {
+    Pass {
+        rules,
+        order: Order::BottomUp,
     }
 }
 
@@ -95,4 +108,18 @@ pub fn apply(k: &mut KernelGraph, pass: &Pass) -> Result<Applied, OptimizeError>
 /// Runs `passes` in order.
 pub fn optimize(k: &mut KernelGraph, passes: &[Pass]) -> Result<Vec<Applied>, OptimizeError> {
     passes.iter().map(|p| apply(k, p)).collect()
+}
+
+/// Runs the first `limit` (all when None) of `target`'s passes, then the [`finishing`] ones.
+pub fn optimize_for(
+    k: &mut KernelGraph,
+    target: Target,
+    limit: Option<usize>,
+) -> Result<Vec<Applied>, OptimizeError> {
+    let mut list = passes(target);
+    if let Some(n) = limit {
+        list.truncate(n);
+    }
+    list.extend(finishing());
+    optimize(k, &list)
 }

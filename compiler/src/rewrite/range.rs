@@ -97,7 +97,7 @@ pub struct Ranges<'g> {
 
 /// The sources an op's range depends on (others are not visited).
 fn range_deps(n: &Node) -> &[NodeId] {
-    if n.op == Op::RANGE || n.op == Op::CAST || n.op.is_alu() {
+    if matches!(n.op, Op::RANGE | Op::SPECIAL | Op::CAST) || n.op.is_alu() {
         &n.src
     } else {
         &[]
@@ -232,7 +232,8 @@ impl<'g> Ranges<'g> {
         let bits = n.dtype.bits() as i128;
         match n.op {
             Op::CONST => self.const_value(n).map(VRange::point),
-            Op::RANGE => {
+            // A loop variable or a launch index: 0..end.
+            Op::RANGE | Op::SPECIAL => {
                 let end = a()?;
                 Some(VRange::new(0, (end.max - 1).max(0)))
             }

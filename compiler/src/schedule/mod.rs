@@ -305,6 +305,9 @@ pub struct ScheduleOpts {
     pub allreduce: AllreduceMode,
     /// The kernels' target.
     pub target: Target,
+    /// Run only the first n of the target's optimization passes (`uopkit diff` bisects with
+    /// it); None: all of them.
+    pub kernel_passes: Option<usize>,
 }
 
 impl ScheduleOpts {
@@ -324,6 +327,7 @@ impl ScheduleOpts {
         Ok(ScheduleOpts {
             allreduce,
             target: Target::Cpu,
+            kernel_passes: None,
         })
     }
 }
@@ -451,7 +455,7 @@ pub fn schedule_with_opts(
                     node: spec.value,
                     reason,
                 };
-                crate::optimize::optimize(&mut kg, &crate::optimize::passes(opts.target))
+                crate::optimize::optimize_for(&mut kg, opts.target, opts.kernel_passes)
                     .map_err(|e| fail(e.to_string()))?;
                 let program = crate::linearize::linearize(&kg).map_err(|e| fail(e.to_string()))?;
                 Step::Kernel {

@@ -10,6 +10,7 @@
 //! `crate::worker`), so the oracle never shares a process with compiled code.
 
 pub mod cpu;
+pub mod gpusim;
 pub mod kernels;
 pub mod oracle;
 pub mod process;
@@ -176,12 +177,17 @@ pub fn schedule_facts(s: &Schedule, job: &Job) -> Facts {
 /// Schedules a job with uopkit's compiler (default passes, the job's options); a refusal names
 /// the case-file node.
 pub fn schedule_job(job: &Job) -> Result<Schedule, BackendError> {
+    schedule_with(job, &job.opts)
+}
+
+/// The job's schedule under explicit options (e.g. another [`uopkit_compiler::schedule::Target`]).
+pub fn schedule_with(job: &Job, opts: &ScheduleOpts) -> Result<Schedule, BackendError> {
     uopkit_compiler::schedule::schedule_with_opts(
         job.graph,
         job.verified,
         &job.roots(),
         &uopkit_compiler::schedule::default_passes(),
-        &job.opts,
+        opts,
     )
     .map_err(|e| BackendError::Refused(format!("node {}: {}", job.file_id_of(e.node), e.reason)))
 }

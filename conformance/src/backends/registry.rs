@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::process::{Limits, ProcessBackend, Spawn};
-use super::{cpu, kernels, oracle, Backend};
+use super::{cpu, gpusim, kernels, oracle, Backend};
 use crate::worker::WORKER_ENV;
 
 pub type Factory = Arc<dyn Fn() -> Result<Arc<dyn Backend>, String> + Send + Sync>;
@@ -59,7 +59,7 @@ impl Registry {
         Registry::default()
     }
 
-    /// uopkit's own backends: `oracle`, `kernels`, `cpu`.
+    /// uopkit's own backends: `oracle`, `kernels`, `gpusim`, `cpu`.
     pub fn builtin() -> Self {
         let mut r = Registry::new();
         r.register(
@@ -73,6 +73,12 @@ impl Registry {
             "the compiler's lowered kernel programs in the exact kernel interpreter, against the oracle",
             false,
             || Ok(Arc::new(kernels::Kernels)),
+        );
+        r.register(
+            "gpusim",
+            "the compiler's GPU-style kernels (launch indices, local-memory reductions, barriers) in the exact kernel interpreter under 3 seeded interleavings, against the oracle",
+            false,
+            || Ok(Arc::new(gpusim::GpuSim)),
         );
         r.register(
             "cpu",

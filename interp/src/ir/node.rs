@@ -89,7 +89,6 @@ pub enum KArg {
     Local(usize),
 }
 
-
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Node {
     pub op: Op,

@@ -54,7 +54,6 @@ impl fmt::Display for InstId {
     }
 }
 
-
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Inst {
     pub op: Op,
