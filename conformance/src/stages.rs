@@ -11,16 +11,40 @@
 
 use std::collections::BTreeMap;
 
+use uopkit_compiler::pipeline;
 use uopkit_compiler::rewrite;
 use uopkit_compiler::rewrite::RuleSet;
-use uopkit_compiler::schedule::{self, BufId, BufferKind, Schedule, Step};
+use uopkit_compiler::schedule::{BufId, BufferKind, Schedule, ScheduleError, Step};
 use uopkit_interp::eval::{BufferInit, Elem, Value};
 use uopkit_interp::ir::NodeId;
 use uopkit_interp::kernel::interp::{run as run_kernel, RunOpts};
 
 use crate::case::Case;
 use crate::compare;
-use crate::run::{self, OracleRun};
+use crate::run::{self, OracleRun, RunError};
+
+/// Why `uopkit diff` could not run the stages.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum DiffError {
+    /// The case expects an error: there are no stages to compare.
+    #[error("the case expects an error: its graph is undefined, so it is oracle-only")]
+    OracleOnly,
+    /// The oracle itself failed on the case.
+    #[error("the oracle failed: {0}")]
+    Oracle(RunError),
+    /// The oracle's values of the case's outputs could not be read.
+    #[error("{0}")]
+    Outputs(RunError),
+    /// An output names a node the case does not have.
+    #[error("{0}")]
+    Case(String),
+    /// The compiler refused to schedule the graph.
+    #[error("scheduler: {0}")]
+    Refused(#[from] ScheduleError),
+    /// The backend's allowance manifest could not be read (the rendered stage).
+    #[error(transparent)]
+    Manifest(#[from] crate::backend::ManifestError),
+}
 
 /// Buffer contents after each step of an interpreted schedule.
 pub struct Trace {
@@ -183,15 +207,19 @@ fn diff_outputs(case: &Case, oracle: &[&Value], got: &[Option<Value>]) -> String
     report
 }
 
-fn schedule_case(run: &OracleRun, case: &Case, passes: &[RuleSet]) -> Result<Schedule, String> {
+fn schedule_case(run: &OracleRun, case: &Case, passes: &[RuleSet]) -> Result<Schedule, DiffError> {
     let roots: Vec<NodeId> = case
         .outputs
         .iter()
         .map(|o| run.loaded.arena(o.node))
         .collect::<Result<_, _>>()
-        .map_err(|e| e.to_string())?;
-    schedule::schedule_with(&run.loaded.graph, &run.verified, &roots, passes)
-        .map_err(|e| format!("scheduler: {e}"))
+        .map_err(|e| DiffError::Case(e.to_string()))?;
+    Ok(pipeline::schedule_with(
+        &run.loaded.graph,
+        &run.verified,
+        &roots,
+        passes,
+    )?)
 }
 
 /// One stage's verdict.
@@ -218,15 +246,13 @@ impl DiffReport {
 
 /// Runs the interpreted stages in order and pins the first difference from the oracle (the
 /// rendered stage on a backend is added by `harness::diff`).
-pub fn diff(case: &Case) -> Result<DiffReport, String> {
+pub fn diff(case: &Case) -> Result<DiffReport, DiffError> {
     if case.expect_error.is_some() {
-        return Err(
-            "the case expects an error: its graph is undefined, so it is oracle-only".into(),
-        );
+        return Err(DiffError::OracleOnly);
     }
-    let run = run::run_oracle(case).map_err(|e| format!("the oracle failed: {e}"))?;
-    let want = run::output_values(case, &run).map_err(|e| e.to_string())?;
-    let passes = schedule::default_passes();
+    let run = run::run_oracle(case).map_err(DiffError::Oracle)?;
+    let want = run::output_values(case, &run).map_err(DiffError::Outputs)?;
+    let passes = pipeline::default_passes();
     let opts = RunOpts::default();
     let mut stages = vec![];
     let mut first = None;

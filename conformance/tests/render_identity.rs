@@ -2,11 +2,14 @@
 //! the case's scheduler options) is rendered as one C unit and its hash compared with
 //! `fixtures/c_render_hashes.txt`. Refactoring the renderer must keep the text byte for byte;
 //! a deliberate change of the C text is re-blessed with `UOPKIT_BLESS=1 cargo test -p
-//! uopkit-conformance --test render_identity` and reviewed as a diff of that file.
+//! uopkit-conformance --test render_identity` and reviewed as a diff of that file. The same
+//! programs rendered as CUDA and HIP have no `#error` line (nothing the corpus needs is
+//! outside those dialects; they are not compiled here: no nvcc/hipcc/NVRTC on this machine).
 
 use std::fmt::Write as _;
 use std::path::Path;
 
+use uopkit_compiler::render::{renderer, Lang};
 use uopkit_compiler::schedule::Step;
 use uopkit_conformance::{backend, corpus, load};
 use uopkit_interp::ir::NodeId;
@@ -23,7 +26,7 @@ fn fnv1a(s: &str) -> u64 {
 
 /// One line per corpus case: its name and the rendered C unit's length and hash, or why it
 /// has no unit.
-fn render_list() -> (String, usize) {
+fn render_list(gpu: &mut usize) -> (String, usize) {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../corpus");
     let files = corpus::case_files(&dir).expect("corpus is listable");
     let mut out = String::new();
@@ -43,7 +46,7 @@ fn render_list() -> (String, usize) {
                 .collect::<Result<_, _>>()
                 .map_err(|_| "unknown output node".to_string())?;
             let opts = backend::schedule_opts_for(&case).map_err(|e| e.to_string())?;
-            let s = uopkit_compiler::schedule::schedule_opts(&loaded.graph, &ver, &roots, &opts)
+            let s = uopkit_compiler::pipeline::schedule_opts(&loaded.graph, &ver, &roots, &opts)
                 .map_err(|_| "refused by the scheduler".to_string())?;
             let programs: Vec<_> = s
                 .steps
@@ -53,7 +56,23 @@ fn render_list() -> (String, usize) {
                     _ => None,
                 })
                 .collect();
-            let unit = uopkit_compiler::render::c_unit(&programs);
+            let unit = renderer(Lang::C)
+                .render(&programs)
+                .map_err(|e| e.to_string())?;
+            // The CUDA and HIP dialects express everything the corpus schedules.
+            for lang in [Lang::Cuda, Lang::Hip] {
+                let u = renderer(lang)
+                    .render(&programs)
+                    .map_err(|e| e.to_string())?;
+                assert_eq!(u.lang, lang);
+                assert!(
+                    !u.source.contains("#error"),
+                    "{name}: the {lang} text has an #error line:\n{}",
+                    u.source
+                );
+                assert_eq!(u.kernels, unit.kernels, "{name}");
+                *gpu += 1;
+            }
             rendered += 1;
             Ok(format!(
                 "{} bytes, fnv1a {:016x}",
@@ -72,8 +91,14 @@ fn render_list() -> (String, usize) {
 #[test]
 fn c_text_is_unchanged_on_every_corpus_case() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/c_render_hashes.txt");
-    let (got, rendered) = render_list();
+    let mut gpu = 0;
+    let (got, rendered) = render_list(&mut gpu);
     assert!(rendered > 100, "only {rendered} corpus cases rendered");
+    assert_eq!(
+        gpu,
+        2 * rendered,
+        "every rendered case also as CUDA and HIP"
+    );
     if std::env::var_os("UOPKIT_BLESS").is_some() {
         std::fs::write(&path, &got).expect("fixture is writable");
         return;

@@ -176,11 +176,11 @@ pub fn schedule_facts(s: &Schedule, job: &Job) -> Facts {
 /// Schedules a job with uopkit's compiler (default passes, the job's options); a refusal names
 /// the case-file node.
 pub fn schedule_job(job: &Job) -> Result<Schedule, BackendError> {
-    uopkit_compiler::schedule::schedule_with_opts(
+    uopkit_compiler::pipeline::schedule_with_opts(
         job.graph,
         job.verified,
         &job.roots(),
-        &uopkit_compiler::schedule::default_passes(),
+        &uopkit_compiler::pipeline::default_passes(),
         &job.opts,
     )
     .map_err(|e| BackendError::Refused(format!("node {}: {}", job.file_id_of(e.node), e.reason)))
