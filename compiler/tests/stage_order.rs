@@ -268,6 +268,20 @@ fn stages_import_in_one_direction() {
     );
 }
 
+/// ARCHITECTURE.md lists the same order (its "Stages" section).
+#[test]
+fn architecture_md_lists_the_same_order() {
+    let md =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../ARCHITECTURE.md"))
+            .expect("ARCHITECTURE.md is readable");
+    let flat = md.split_whitespace().collect::<Vec<_>>().join(" ");
+    let want = STAGES.join(", ");
+    assert!(
+        flat.contains(&want),
+        "ARCHITECTURE.md does not list the stage order '{want}'"
+    );
+}
+
 #[test]
 fn a_backward_import_and_a_circle_are_caught() {
     let text = "use crate::render::c;\nuse crate::{spec::BufId, exec};\n// crate::pipeline\nfn f() { super::super::schedule::x(); }";
