@@ -2,6 +2,7 @@
 //! contents, compile every kernel as one translation unit, run the steps in order and read
 //! the outputs back as values the oracle's comparison understands.
 
+use std::collections::btree_map::Entry;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -158,10 +159,11 @@ pub fn run_with_limit(
                 let dev = &devices[&name];
                 if !compiled.contains_key(&name) {
                     let lang = dev.lang();
-                    if !units.contains_key(&lang) {
-                        units.insert(lang, render::renderer(lang).render(&programs)?);
-                    }
-                    compiled.insert(name.clone(), dev.compile(&units[&lang])?);
+                    let unit = match units.entry(lang) {
+                        Entry::Occupied(e) => e.into_mut(),
+                        Entry::Vacant(e) => e.insert(render::renderer(lang).render(&programs)?),
+                    };
+                    compiled.insert(name.clone(), dev.compile(unit)?);
                 }
                 let bufs: Vec<&Buffer> = args
                     .iter()
