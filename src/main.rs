@@ -518,7 +518,7 @@ fn compile(file: &Path, show_c: bool) -> ExitCode {
         Err(e) => return bad_input(format!("{}: {e}", file.display())),
     };
     let sched =
-        match uopkit_compiler::schedule::schedule_opts(&loaded.graph, &verified, &roots, &opts) {
+        match uopkit_compiler::pipeline::schedule_opts(&loaded.graph, &verified, &roots, &opts) {
             Ok(s) => s,
             Err(e) => return bad_input(format!("{}: {e}", file.display())),
         };

@@ -4,11 +4,11 @@
 
 use uopkit_compiler::rewrite::faults;
 use uopkit_conformance::backends::cpu::Cpu;
-use uopkit_conformance::stages::DiffReport;
+use uopkit_conformance::stages::{DiffError, DiffReport};
 use uopkit_conformance::{backend, harness, load};
 
 /// `uopkit diff` with the CPU backend in this thread (where the fault is switched on).
-fn diff(case: &uopkit_conformance::Case) -> Result<DiffReport, String> {
+fn diff(case: &uopkit_conformance::Case) -> Result<DiffReport, DiffError> {
     let allow = backend::cpu_allowances()?;
     harness::diff(case, "", Some((&Cpu, allow)))
 }

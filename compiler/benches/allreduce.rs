@@ -15,10 +15,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use uopkit_compiler::pipeline::schedule_opts;
 use uopkit_compiler::runtime::{self, Buffer, Compiled, Device as RtDevice, Unit};
-use uopkit_compiler::schedule::{
-    schedule_opts, AllreduceMode, BufferKind, Schedule, ScheduleOpts, Step,
-};
+use uopkit_compiler::schedule::{AllreduceMode, BufferKind, Schedule, ScheduleOpts, Step};
 use uopkit_interp::ir::{Arg, DType, Device, DeviceSpec, Graph, Node, Op};
 use uopkit_interp::verify::verify;
 

@@ -2,13 +2,15 @@
 //! contents, compile every kernel as one translation unit, run the steps in order and read
 //! the outputs back as values the oracle's comparison understands.
 
+use std::collections::btree_map::Entry;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use uopkit_interp::eval::{budget, BufferInit, Elem, Value};
 use uopkit_interp::ir::{DType, NodeId};
 
-use crate::runtime::{self, Buffer, Compiled, Device, Unit};
+use crate::render::{self, Lang, RenderError, Unit};
+use crate::runtime::{self, Buffer, Compiled, Device};
 use crate::schedule::{BufferKind, Schedule, Step};
 
 /// Bytes written into memory that nothing initialized, so that a kernel reading it by
@@ -19,8 +21,23 @@ pub const POISON: u8 = 0xA5;
 pub enum ExecError {
     #[error("runtime: {0}")]
     Runtime(#[from] runtime::Error),
+    #[error("render: {0}")]
+    Render(#[from] RenderError),
+    /// The memory limit's setting (`UOPKIT_MEMORY_LIMIT`) cannot be used.
     #[error("{0}")]
-    Schedule(String),
+    Limit(String),
+    /// A buffer's byte size does not fit in memory addresses.
+    #[error("buffer of {size} {dtype} elements: size overflows")]
+    SizeOverflow { size: usize, dtype: DType },
+    /// The inputs lack a graph buffer component's initial contents.
+    #[error("buffer {node} has no initial contents for component {component}")]
+    MissingInput { node: NodeId, component: usize },
+    /// A graph buffer with initial contents was planned into a storage it shares.
+    #[error("graph buffer {0} shares storage")]
+    SharedGraphBuffer(NodeId),
+    /// An output's view could not be applied to its buffer.
+    #[error("{0}")]
+    View(String),
     /// The schedule's storages would not fit the memory budget (checked before allocating).
     #[error("the schedule needs an estimated {} of memory for its {storages} storage(s), over the memory limit of {} (set {} to change it)", budget::human(*needed), budget::human(*limit), budget::ENV)]
     Memory {
@@ -32,7 +49,7 @@ pub enum ExecError {
 
 impl From<String> for ExecError {
     fn from(e: String) -> Self {
-        ExecError::Schedule(e)
+        ExecError::View(e)
     }
 }
 
@@ -42,7 +59,7 @@ pub fn run(
     s: &Schedule,
     inputs: &BTreeMap<NodeId, BufferInit>,
 ) -> Result<Vec<Option<Value>>, ExecError> {
-    let limit = budget::limit_from_env().map_err(ExecError::Schedule)?;
+    let limit = budget::limit_from_env().map_err(ExecError::Limit)?;
     run_with_limit(s, inputs, limit)
 }
 
@@ -66,12 +83,13 @@ pub fn run_with_limit(
         let e = storage_bytes
             .entry(b.storage)
             .or_insert((b.device.to_string(), 0));
-        let bytes = b.size.checked_mul(b.dtype.itemsize()).ok_or_else(|| {
-            ExecError::Schedule(format!(
-                "buffer of {} {} elements: size overflows",
-                b.size, b.dtype
-            ))
-        })?;
+        let bytes = b
+            .size
+            .checked_mul(b.dtype.itemsize())
+            .ok_or(ExecError::SizeOverflow {
+                size: b.size,
+                dtype: b.dtype,
+            })?;
         e.1 = e.1.max(bytes);
     }
     // Budget before allocating: every storage, plus one storage-sized staging copy (the poison
@@ -105,23 +123,20 @@ pub fn run_with_limit(
         };
         {
             if let Some(init) = inputs.get(&node) {
-                let comp = init.get(c).ok_or_else(|| {
-                    ExecError::Schedule(format!(
-                        "buffer {node} has no initial contents for component {c}"
-                    ))
-                })?;
+                let comp = init
+                    .get(c)
+                    .ok_or(ExecError::MissingInput { node, component: c })?;
                 let bytes = to_bytes(b.dtype, comp);
                 let storage = &storages[&b.storage];
                 if storage.bytes() != bytes.len() {
-                    return Err(ExecError::Schedule(format!(
-                        "graph buffer {node} shares storage"
-                    )));
+                    return Err(ExecError::SharedGraphBuffer(node));
                 }
                 devices[&b.device.to_string()].copy_in(storage, &bytes)?;
             }
         }
     }
-    // One translation unit per schedule, compiled once per device that runs kernels.
+    // One translation unit per schedule and language (the device says which it compiles),
+    // compiled once per device that runs kernels.
     let programs: Vec<_> = s
         .steps
         .iter()
@@ -130,7 +145,7 @@ pub fn run_with_limit(
             _ => None,
         })
         .collect();
-    let unit = Unit::c(&programs);
+    let mut units: BTreeMap<Lang, Unit> = BTreeMap::new();
     let mut compiled: BTreeMap<String, Compiled> = BTreeMap::new();
     for st in &s.steps {
         match st {
@@ -143,7 +158,12 @@ pub fn run_with_limit(
                 let name = device.to_string();
                 let dev = &devices[&name];
                 if !compiled.contains_key(&name) {
-                    compiled.insert(name.clone(), dev.compile(&unit)?);
+                    let lang = dev.lang();
+                    let unit = match units.entry(lang) {
+                        Entry::Occupied(e) => e.into_mut(),
+                        Entry::Vacant(e) => e.insert(render::renderer(lang).render(&programs)?),
+                    };
+                    compiled.insert(name.clone(), dev.compile(unit)?);
                 }
                 let bufs: Vec<&Buffer> = args
                     .iter()

@@ -10,8 +10,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use uopkit_compiler::exec;
+use uopkit_compiler::pipeline::schedule_opts;
 use uopkit_compiler::schedule::allreduce::chunk_sizes;
-use uopkit_compiler::schedule::{schedule_opts, AllreduceMode, Schedule, ScheduleOpts, Step};
+use uopkit_compiler::schedule::{AllreduceMode, Schedule, ScheduleOpts, Step};
 use uopkit_interp::eval::{evaluate, BufferInit, Elem, Value};
 use uopkit_interp::ir::{Arg, DType, Device, DeviceSpec, Graph, Node, NodeId, Op};
 use uopkit_interp::scalar::round::from_f64;

@@ -6,12 +6,12 @@
 
 use std::sync::OnceLock;
 
-use uopkit_compiler::schedule::{Schedule, ScheduleOpts};
+use uopkit_compiler::schedule::{OptsError, Schedule, ScheduleOpts};
 
 use crate::allowances::Allowances;
 use crate::backends::{cpu::Cpu, Ran};
 use crate::case::{Case, ScheduleExpect};
-use crate::harness::{self, Verdict};
+use crate::harness::{self, FailKind, Verdict};
 use crate::protocol::Facts;
 
 /// Whether the CPU backend can take this case today, or why not (the trial is then
@@ -25,32 +25,59 @@ pub fn cpu_skip_reason(case: &Case) -> Option<&'static str> {
 
 /// The scheduler's options for a case: the environment's (`UOPKIT_ALLREDUCE`), unless the
 /// case itself says how to lower ALLREDUCE (`"schedule": {"allreduce": "ring"}`).
-pub fn schedule_opts_for(case: &Case) -> Result<ScheduleOpts, String> {
+pub fn schedule_opts_for(case: &Case) -> Result<ScheduleOpts, OptsError> {
     schedule_opts_with(case.schedule.as_ref().and_then(|s| s.allreduce.as_deref()))
 }
 
 /// The environment's scheduler options, with ALLREDUCE lowered as `allreduce` says when given.
-pub fn schedule_opts_with(allreduce: Option<&str>) -> Result<ScheduleOpts, String> {
+pub fn schedule_opts_with(allreduce: Option<&str>) -> Result<ScheduleOpts, OptsError> {
     let mut opts = ScheduleOpts::from_env()?;
     if let Some(mode) = allreduce {
-        opts.allreduce = mode
-            .parse()
-            .map_err(|e| format!("schedule.allreduce: {e}"))?;
+        opts.allreduce = mode.parse().map_err(|message| OptsError {
+            setting: "schedule.allreduce".into(),
+            message,
+        })?;
     }
     Ok(opts)
 }
 
+/// A backend's allowance manifest could not be read or is invalid (the message names the
+/// file and the problem).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ManifestError(pub String);
+
+/// Why a case did not pass on the CPU backend in this process ([`check_cpu_with`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CheckError {
+    /// The CPU manifest could not be read.
+    #[error(transparent)]
+    Manifest(#[from] ManifestError),
+    /// The trial passed but the backend reported no schedule.
+    #[error("the CPU backend returned no schedule")]
+    NoSchedule,
+    /// The trial's verdict was not a pass: `kind` for a failure (a mismatch, a refusal by
+    /// the scheduler, a backend failure, a crash, …), None for a skip, an invalid case, an
+    /// expected failure or an unexpected pass; `label` is the verdict's (`FAIL`, `skip`, …).
+    #[error("{detail}")]
+    Verdict {
+        label: &'static str,
+        kind: Option<FailKind>,
+        detail: String,
+    },
+}
+
 /// The CPU backend's allowances (`manifests/allowances/cpu.json`), read once.
-pub fn cpu_allowances() -> Result<&'static Allowances, String> {
-    static ALLOW: OnceLock<Result<Allowances, String>> = OnceLock::new();
+pub fn cpu_allowances() -> Result<&'static Allowances, ManifestError> {
+    static ALLOW: OnceLock<Result<Allowances, ManifestError>> = OnceLock::new();
     ALLOW
-        .get_or_init(|| Allowances::for_backend("cpu"))
+        .get_or_init(|| Allowances::for_backend("cpu").map_err(ManifestError))
         .as_ref()
         .map_err(|e| e.clone())
 }
 
 /// [`check_cpu_with`] under the CPU manifest, for a case without a corpus name.
-pub fn check_cpu(case: &Case) -> Result<Schedule, String> {
+pub fn check_cpu(case: &Case) -> Result<Schedule, CheckError> {
     check_cpu_with(case, "", cpu_allowances()?)
 }
 
@@ -58,7 +85,7 @@ pub fn check_cpu(case: &Case) -> Result<Schedule, String> {
 /// CPU backend **in this process** (so thread-local settings such as the compiler's fault
 /// injection apply) and judges it like a trial ([`harness::judge_full`]); Ok with the
 /// schedule when it passes.
-pub fn check_cpu_with(case: &Case, name: &str, allow: &Allowances) -> Result<Schedule, String> {
+pub fn check_cpu_with(case: &Case, name: &str, allow: &Allowances) -> Result<Schedule, CheckError> {
     match harness::judge_full(case, name, &Cpu, allow) {
         (
             Verdict::Pass,
@@ -66,8 +93,15 @@ pub fn check_cpu_with(case: &Case, name: &str, allow: &Allowances) -> Result<Sch
                 schedule: Some(s), ..
             }),
         ) => Ok(s),
-        (Verdict::Pass, _) => Err("the CPU backend returned no schedule".into()),
-        (v, _) => Err(v.detail().unwrap_or(v.label()).to_string()),
+        (Verdict::Pass, _) => Err(CheckError::NoSchedule),
+        (v, _) => Err(CheckError::Verdict {
+            label: v.label(),
+            kind: match &v {
+                Verdict::Fail { kind, .. } => Some(*kind),
+                _ => None,
+            },
+            detail: v.detail().unwrap_or(v.label()).to_string(),
+        }),
     }
 }
 

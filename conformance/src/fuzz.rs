@@ -82,6 +82,8 @@ pub enum Error {
     },
     #[error("{0}")]
     Generate(String),
+    #[error(transparent)]
+    Manifest(#[from] backend::ManifestError),
 }
 
 /// How a backend failed on a case (the harness's [`harness::FailKind`]). Shrinking keeps the
@@ -228,7 +230,7 @@ pub fn run(opts: FuzzOpts) -> Result<FuzzReport, Error> {
     if opts.backend != "cpu" {
         return Err(Error::UnknownBackend(opts.backend.clone()));
     }
-    let allow = backend::cpu_allowances().map_err(Error::Generate)?;
+    let allow = backend::cpu_allowances()?;
     run_on(opts, &crate::backends::cpu::Cpu, allow)
 }
 

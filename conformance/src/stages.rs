@@ -11,9 +11,12 @@
 
 use std::collections::BTreeMap;
 
+use uopkit_compiler::pipeline;
 use uopkit_compiler::rewrite;
 use uopkit_compiler::rewrite::RuleSet;
-use uopkit_compiler::schedule::{self, BufId, BufferKind, Schedule, Step};
+use uopkit_compiler::schedule::{
+    BufId, BufferKind, Schedule, ScheduleError, ScheduleOpts, Step, Target,
+};
 use uopkit_interp::eval::{BufferInit, Elem, Value};
 use uopkit_interp::ir::NodeId;
 use uopkit_interp::kernel::interp::{run as run_kernel, RunOpts};
@@ -24,7 +27,30 @@ pub const GPU_SEEDS: [u64; 3] = [0, 0x9E37_79B9_7F4A_7C15, 0xD1B5_4A32_D192_ED03
 
 use crate::case::Case;
 use crate::compare;
-use crate::run::{self, OracleRun};
+use crate::run::{self, OracleRun, RunError};
+
+/// Why `uopkit diff` could not run the stages.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum DiffError {
+    /// The case expects an error: there are no stages to compare.
+    #[error("the case expects an error: its graph is undefined, so it is oracle-only")]
+    OracleOnly,
+    /// The oracle itself failed on the case.
+    #[error("the oracle failed: {0}")]
+    Oracle(RunError),
+    /// The oracle's values of the case's outputs could not be read.
+    #[error("{0}")]
+    Outputs(RunError),
+    /// An output names a node the case does not have.
+    #[error("{0}")]
+    Case(String),
+    /// The compiler refused to schedule the graph.
+    #[error("scheduler: {0}")]
+    Refused(#[from] ScheduleError),
+    /// The backend's allowance manifest could not be read (the rendered stage).
+    #[error(transparent)]
+    Manifest(#[from] crate::backend::ManifestError),
+}
 
 /// Buffer contents after each step of an interpreted schedule.
 pub struct Trace {
@@ -187,15 +213,19 @@ fn diff_outputs(case: &Case, oracle: &[&Value], got: &[Option<Value>]) -> String
     report
 }
 
-fn schedule_case(run: &OracleRun, case: &Case, passes: &[RuleSet]) -> Result<Schedule, String> {
+fn schedule_case(run: &OracleRun, case: &Case, passes: &[RuleSet]) -> Result<Schedule, DiffError> {
     let roots: Vec<NodeId> = case
         .outputs
         .iter()
         .map(|o| run.loaded.arena(o.node))
         .collect::<Result<_, _>>()
-        .map_err(|e| e.to_string())?;
-    schedule::schedule_with(&run.loaded.graph, &run.verified, &roots, passes)
-        .map_err(|e| format!("scheduler: {e}"))
+        .map_err(|e| DiffError::Case(e.to_string()))?;
+    Ok(pipeline::schedule_with(
+        &run.loaded.graph,
+        &run.verified,
+        &roots,
+        passes,
+    )?)
 }
 
 /// One stage's verdict.
@@ -222,15 +252,13 @@ impl DiffReport {
 
 /// Runs the interpreted stages in order and pins the first difference from the oracle (the
 /// rendered stage on a backend is added by `harness::diff`).
-pub fn diff(case: &Case) -> Result<DiffReport, String> {
+pub fn diff(case: &Case) -> Result<DiffReport, DiffError> {
     if case.expect_error.is_some() {
-        return Err(
-            "the case expects an error: its graph is undefined, so it is oracle-only".into(),
-        );
+        return Err(DiffError::OracleOnly);
     }
-    let run = run::run_oracle(case).map_err(|e| format!("the oracle failed: {e}"))?;
-    let want = run::output_values(case, &run).map_err(|e| e.to_string())?;
-    let passes = schedule::default_passes();
+    let run = run::run_oracle(case).map_err(DiffError::Oracle)?;
+    let want = run::output_values(case, &run).map_err(DiffError::Outputs)?;
+    let passes = pipeline::default_passes();
     let opts = RunOpts::default();
     let mut stages = vec![];
     let mut first = None;
@@ -285,7 +313,7 @@ pub fn diff(case: &Case) -> Result<DiffReport, String> {
         }
     }
     // The GPU-style kernels, after each of the GPU target's passes, under every seed.
-    let gpu = uopkit_compiler::optimize::passes(schedule::Target::Gpu);
+    let gpu = uopkit_compiler::optimize::passes(Target::Gpu);
     for k in 0..=gpu.len() {
         let (stage, pass) = if k == 0 {
             (
@@ -299,10 +327,14 @@ pub fn diff(case: &Case) -> Result<DiffReport, String> {
                 format!("kernel pass '{name}'"),
             )
         };
-        let opts_k = schedule::ScheduleOpts {
-            target: schedule::Target::Gpu,
+        let env = ScheduleOpts::from_env().map_err(|e| ScheduleError {
+            node: NodeId(0),
+            reason: e.to_string(),
+        })?;
+        let opts_k = ScheduleOpts {
+            target: Target::Gpu,
             kernel_passes: Some(k),
-            ..schedule::ScheduleOpts::from_env().map_err(|e| format!("scheduler: {e}"))?
+            ..env
         };
         let sched = schedule_case_opts(&run, case, &passes, &opts_k)?;
         let mut difference = None;
@@ -334,16 +366,21 @@ fn schedule_case_opts(
     run: &OracleRun,
     case: &Case,
     passes: &[RuleSet],
-    opts: &schedule::ScheduleOpts,
-) -> Result<Schedule, String> {
+    opts: &ScheduleOpts,
+) -> Result<Schedule, DiffError> {
     let roots: Vec<NodeId> = case
         .outputs
         .iter()
         .map(|o| run.loaded.arena(o.node))
         .collect::<Result<_, _>>()
-        .map_err(|e| e.to_string())?;
-    schedule::schedule_with_opts(&run.loaded.graph, &run.verified, &roots, passes, opts)
-        .map_err(|e| format!("scheduler: {e}"))
+        .map_err(|e| DiffError::Case(e.to_string()))?;
+    Ok(pipeline::schedule_with_opts(
+        &run.loaded.graph,
+        &run.verified,
+        &roots,
+        passes,
+        opts,
+    )?)
 }
 
 /// Which rules of the last pass the difference depends on: the pass is rerun without each

@@ -174,7 +174,8 @@ fn run_request(backend: &dyn Backend, req: &RunRequest) -> Result<ResultAnswer, 
         .map(|o| loaded.arena(o.node).map(|n| (o.name.clone(), n)))
         .collect::<Result<_, _>>()
         .map_err(|e| bad(e.to_string()))?;
-    let opts = schedule_opts_with(req.options.allreduce.as_deref()).map_err(&bad)?;
+    let opts =
+        schedule_opts_with(req.options.allreduce.as_deref()).map_err(|e| bad(e.to_string()))?;
     let job = Job {
         case: &req.case,
         graph: &loaded.graph,

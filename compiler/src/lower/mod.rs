@@ -18,8 +18,7 @@ use crate::kgraph::{Builder, KernelGraph};
 use uopkit_interp::verify::Verified;
 
 use crate::rewrite::RuleSet;
-use crate::schedule::realize::{chain_shape, Expr, KernelSpec, Move, Src};
-use crate::schedule::{BufId, BufferDecl};
+use crate::spec::{chain_shape, BufId, BufferDecl, Expr, KernelSpec, Move, Src};
 use index::IndexGraph;
 
 /// Why a kernel could not be lowered.

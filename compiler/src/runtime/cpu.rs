@@ -125,6 +125,10 @@ impl Device for CpuDevice {
         "CPU"
     }
 
+    fn lang(&self) -> Lang {
+        Lang::C
+    }
+
     fn alloc(&self, bytes: usize) -> Result<Buffer> {
         let layout = std::alloc::Layout::from_size_align(bytes.max(1), ALIGN)
             .map_err(|_| Error::OutOfMemory(bytes))?;

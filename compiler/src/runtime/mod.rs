@@ -6,7 +6,8 @@
 //! and a module later), downcast by the runtime that made them:
 //!
 //! * [`Buffer`]: `bytes` of device memory owned by one device ([`Buffer::device`]);
-//! * [`Unit`]: what a renderer produces, source text plus each kernel's symbol and params;
+//! * [`Unit`]: what a renderer produces, source text plus each kernel's symbol and params
+//!   (defined by `render`, the stage before; re-exported here);
 //! * [`Compiled`]: a unit compiled (and loaded) by one runtime, kernels looked up by name.
 //!
 //! Operations on one device are ordered as on a GPU stream: each call completes before the
@@ -28,8 +29,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use uopkit_interp::kernel::{ParamDecl, Program};
-
+pub use crate::render::{KernelSig, Lang, Unit};
 pub use cache::CCompiler;
 pub use cpu::CpuDevice;
 
@@ -106,41 +106,6 @@ pub enum Error {
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
-
-/// The source language of a [`Unit`].
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-pub enum Lang {
-    /// C99 with `<stdint.h>`/`<math.h>`; kernels are `void sym(void **args)`.
-    C,
-}
-
-/// One kernel of a unit: the program's name (what `launch` takes), its symbol in the
-/// compiled object, and its parameters (checked against the buffers at launch).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct KernelSig {
-    pub name: String,
-    pub symbol: String,
-    pub params: Vec<ParamDecl>,
-}
-
-/// A rendered translation unit: the input of [`Device::compile`].
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Unit {
-    pub lang: Lang,
-    pub source: String,
-    pub kernels: Vec<KernelSig>,
-}
-
-impl Unit {
-    /// Renders `programs` as one C unit (see [`crate::render::c`]).
-    pub fn c(programs: &[Program]) -> Unit {
-        crate::render::c_unit(programs)
-    }
-
-    pub fn kernel(&self, name: &str) -> Option<&KernelSig> {
-        self.kernels.iter().find(|k| k.name == name)
-    }
-}
 
 /// Memory owned by one device. Dropping it frees the memory.
 pub struct Buffer {
@@ -234,6 +199,9 @@ pub trait Device: Send + Sync + fmt::Debug {
     fn name(&self) -> &str;
     /// The runtime's name: `"CPU"`, `"CUDA"`, `"HIP"`.
     fn runtime(&self) -> &'static str;
+    /// The language [`Device::compile`] takes (`exec` renders with that language's
+    /// renderer, `crate::render::renderer`).
+    fn lang(&self) -> Lang;
     /// Allocates `bytes` bytes (zeroed on the CPU; contents unspecified elsewhere).
     fn alloc(&self, bytes: usize) -> Result<Buffer>;
     /// Host → device; `data.len()` must equal the buffer's size.

@@ -22,38 +22,11 @@ pub mod versions;
 use std::fmt;
 
 use uopkit_interp::ir::{DType, Device, NodeId};
+
+pub use crate::spec::{BufId, BufferDecl, BufferKind};
 use uopkit_interp::kernel::Program;
 
-/// A buffer of the schedule.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct BufId(pub u32);
-
-impl fmt::Display for BufId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "b{}", self.0)
-    }
-}
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum BufferKind {
-    /// The storage of a BUFFER node of the graph (it keeps its identity: stores write it).
-    Graph(NodeId),
-    /// Component `c` (on device `c` of the tuple) of a multi-device BUFFER node.
-    GraphComponent(NodeId, usize),
-    /// A buffer the schedule made: a realized intermediate, a COPY target, an output.
-    Intermediate,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct BufferDecl {
-    pub dtype: DType,
-    pub size: usize,
-    pub device: Device,
-    pub kind: BufferKind,
-    /// After memory planning: the physical allocation this buffer lives in (buffers
-    /// with the same storage never hold live data at the same time).
-    pub storage: u32,
-}
+use crate::spec::KernelSpec;
 
 /// One thing the runtime does.
 #[derive(Clone, Debug, PartialEq)]
@@ -281,11 +254,6 @@ pub struct ScheduleError {
     pub reason: String,
 }
 
-/// The rewrite passes a normal compile applies to index arithmetic, in order.
-pub fn default_passes() -> Vec<crate::rewrite::RuleSet> {
-    vec![crate::rewrite::symbolic()]
-}
-
 pub use allreduce::AllreduceMode;
 
 /// What the kernels are optimized for (which passes run; `optimize::passes`).
@@ -311,18 +279,20 @@ pub struct ScheduleOpts {
 }
 
 impl ScheduleOpts {
-    /// The environment variable that [`schedule`] and [`schedule_with`] read:
+    /// The environment variable that `pipeline::schedule` and `pipeline::schedule_with` read:
     /// `UOPKIT_ALLREDUCE=naive|ring|auto` (unset or empty: auto).
     pub const ALLREDUCE_ENV: &'static str = "UOPKIT_ALLREDUCE";
 
     /// The options the environment asks for (see [`ScheduleOpts::ALLREDUCE_ENV`]).
-    pub fn from_env() -> Result<ScheduleOpts, String> {
+    pub fn from_env() -> Result<ScheduleOpts, OptsError> {
+        let bad = |message: String| OptsError {
+            setting: Self::ALLREDUCE_ENV.to_string(),
+            message,
+        };
         let allreduce = match std::env::var(Self::ALLREDUCE_ENV) {
-            Ok(v) => v
-                .parse()
-                .map_err(|e| format!("{}: {e}", Self::ALLREDUCE_ENV))?,
+            Ok(v) => v.parse().map_err(bad)?,
             Err(std::env::VarError::NotPresent) => AllreduceMode::Auto,
-            Err(e) => return Err(format!("{}: {e}", Self::ALLREDUCE_ENV)),
+            Err(e) => return Err(bad(e.to_string())),
         };
         Ok(ScheduleOpts {
             allreduce,
@@ -332,50 +302,41 @@ impl ScheduleOpts {
     }
 }
 
-/// Schedules everything `roots` need with the default passes (see [`schedule_with`]).
-pub fn schedule(
-    g: &uopkit_interp::ir::Graph,
-    ver: &uopkit_interp::verify::Verified,
-    roots: &[NodeId],
-) -> Result<Schedule, ScheduleError> {
-    schedule_with(g, ver, roots, &default_passes())
+/// A scheduler option that cannot be used: `setting` names where it came from (an
+/// environment variable, a case file's field), `message` says why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{setting}: {message}")]
+pub struct OptsError {
+    pub setting: String,
+    pub message: String,
 }
 
-/// Schedules with explicit options (the environment is not read) and the default passes.
-pub fn schedule_opts(
+/// One step of a [`Plan`]: a kernel still to be lowered, or a COPY.
+#[derive(Clone, Debug)]
+pub enum PlanStep {
+    Kernel(KernelSpec),
+    Copy { dst: BufId, src: BufId },
+}
+
+/// What the scheduler decides: buffers (memory planned), steps in run order with each
+/// kernel as a [`KernelSpec`], and where the outputs are. `crate::pipeline` lowers the
+/// kernels into a [`Schedule`].
+#[derive(Clone, Debug)]
+pub struct Plan {
+    pub buffers: Vec<BufferDecl>,
+    pub steps: Vec<PlanStep>,
+    pub outputs: Vec<Option<OutputView>>,
+}
+
+/// Plans everything `roots` need: realizations, the order of the steps, snapshots of outputs
+/// that a later step overwrites, and memory. Kernels are left as specs (the lowering is a
+/// later stage).
+pub fn plan(
     g: &uopkit_interp::ir::Graph,
     ver: &uopkit_interp::verify::Verified,
     roots: &[NodeId],
     opts: &ScheduleOpts,
-) -> Result<Schedule, ScheduleError> {
-    schedule_with_opts(g, ver, roots, &default_passes(), opts)
-}
-
-/// Schedules everything `roots` need with options from the environment (see
-/// [`ScheduleOpts::from_env`] and [`schedule_with_opts`]).
-pub fn schedule_with(
-    g: &uopkit_interp::ir::Graph,
-    ver: &uopkit_interp::verify::Verified,
-    roots: &[NodeId],
-    passes: &[crate::rewrite::RuleSet],
-) -> Result<Schedule, ScheduleError> {
-    let opts = ScheduleOpts::from_env().map_err(|reason| ScheduleError {
-        node: roots.first().copied().unwrap_or(NodeId(0)),
-        reason,
-    })?;
-    schedule_with_opts(g, ver, roots, passes, &opts)
-}
-
-/// Schedules everything `roots` need: plans realizations, orders the steps, snapshots
-/// outputs that a later step overwrites, plans memory and lowers each kernel, simplifying
-/// index arithmetic with `passes`.
-pub fn schedule_with_opts(
-    g: &uopkit_interp::ir::Graph,
-    ver: &uopkit_interp::verify::Verified,
-    roots: &[NodeId],
-    passes: &[crate::rewrite::RuleSet],
-    opts: &ScheduleOpts,
-) -> Result<Schedule, ScheduleError> {
+) -> Result<Plan, ScheduleError> {
     use realize::{Planned, Planner};
     use std::collections::BTreeSet;
 
@@ -436,38 +397,17 @@ pub fn schedule_with_opts(
         }
     }
     memory::plan(&mut buffers, &ordered, &keep);
-    let mut steps = vec![];
-    for (k, s) in ordered.iter().enumerate() {
-        steps.push(match &s.what {
-            Planned::Copy { dst, src } => Step::Copy {
+    let steps = ordered
+        .iter()
+        .map(|s| match &s.what {
+            Planned::Copy { dst, src } => PlanStep::Copy {
                 dst: *dst,
                 src: *src,
             },
-            Planned::Kernel(spec) => {
-                let (mut kg, args) =
-                    crate::lower::lower(&format!("k{k}"), spec, &buffers, g, ver, passes).map_err(
-                        |e| ScheduleError {
-                            node: e.node,
-                            reason: e.reason,
-                        },
-                    )?;
-                let fail = |reason: String| ScheduleError {
-                    node: spec.value,
-                    reason,
-                };
-                crate::optimize::optimize_for(&mut kg, opts.target, opts.kernel_passes)
-                    .map_err(|e| fail(e.to_string()))?;
-                let program = crate::linearize::linearize(&kg).map_err(|e| fail(e.to_string()))?;
-                Step::Kernel {
-                    device: spec.device,
-                    program,
-                    args,
-                    value: spec.expr.is_none().then_some(spec.value),
-                }
-            }
-        });
-    }
-    Ok(Schedule {
+            Planned::Kernel(spec) => PlanStep::Kernel(spec.clone()),
+        })
+        .collect();
+    Ok(Plan {
         buffers,
         steps,
         outputs: out_views,

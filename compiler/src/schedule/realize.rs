@@ -18,76 +18,12 @@
 use std::collections::BTreeMap;
 
 use uopkit_interp::ir::{Arg, DType, Device, DeviceSpec, Graph, NodeId, Op};
-use uopkit_interp::verify::{movement_shape, storage_view, Verified};
+use uopkit_interp::verify::{storage_view, Verified};
 
 use super::allreduce::AllreduceMode;
 use super::versions::{stores_in, Versions};
 use super::{BufId, BufferDecl, BufferKind, ScheduleError};
-
-/// A movement step of a view (the same ops and args as the graph's movement nodes).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Move {
-    pub op: Op,
-    pub arg: Arg,
-}
-
-/// Which contents of a buffer a read sees.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Tag {
-    /// The contents before the schedule runs (graph buffers' inputs).
-    Initial,
-    /// The contents after this STORE.
-    Store(NodeId),
-    /// The contents written by planned step n (intermediate buffers).
-    Made(usize),
-}
-
-/// A value available in a buffer: `buffer` at version `tag`, seen through `chain`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Src {
-    pub buffer: BufId,
-    pub tag: Tag,
-    pub chain: Vec<Move>,
-}
-
-/// A kernel expression that no graph node spells (allreduce folds, chunk slices, shard and
-/// chunk placement).
-/// It is evaluated at every index of the kernel's target view; every view it loads has the
-/// target view's shape.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Expr {
-    /// The element of a buffer view (0 where the view pads).
-    Load(Src),
-    /// An ALU op on sub-expressions; `dtype` is the result's.
-    Alu {
-        op: Op,
-        dtype: DType,
-        src: Vec<Expr>,
-    },
-}
-
-impl Expr {
-    /// The views the expression reads, in order.
-    pub fn loads(&self) -> Vec<&Src> {
-        match self {
-            Expr::Load(s) => vec![s],
-            Expr::Alu { src, .. } => src.iter().flat_map(|e| e.loads()).collect(),
-        }
-    }
-}
-
-/// What a planned kernel computes: `value` stored into `target` seen through `chain`;
-/// `leaves` are the nodes of the value's expression read from buffers. When `expr` is set the
-/// kernel computes it instead (and `value` only names the graph node it serves, for errors).
-#[derive(Clone, Debug)]
-pub struct KernelSpec {
-    pub device: Device,
-    pub target: BufId,
-    pub target_chain: Vec<Move>,
-    pub value: NodeId,
-    pub leaves: BTreeMap<NodeId, Src>,
-    pub expr: Option<Expr>,
-}
+pub use crate::spec::{chain_shape, Expr, KernelSpec, Move, Src, Tag};
 
 #[derive(Clone, Debug)]
 pub enum Planned {
@@ -897,13 +833,4 @@ pub fn reshape(shape: &[usize]) -> Move {
         op: Op::RESHAPE,
         arg: Arg::Shape(shape.to_vec()),
     }
-}
-
-/// The shape after applying `chain` to a flat buffer of `size` elements.
-pub fn chain_shape(size: usize, chain: &[Move]) -> Result<Vec<usize>, String> {
-    let mut shape = vec![size];
-    for m in chain {
-        shape = movement_shape(m.op, &m.arg, &shape)?;
-    }
-    Ok(shape)
 }

@@ -182,11 +182,11 @@ pub fn schedule_job(job: &Job) -> Result<Schedule, BackendError> {
 
 /// The job's schedule under explicit options (e.g. another [`uopkit_compiler::schedule::Target`]).
 pub fn schedule_with(job: &Job, opts: &ScheduleOpts) -> Result<Schedule, BackendError> {
-    uopkit_compiler::schedule::schedule_with_opts(
+    uopkit_compiler::pipeline::schedule_with_opts(
         job.graph,
         job.verified,
         &job.roots(),
-        &uopkit_compiler::schedule::default_passes(),
+        &uopkit_compiler::pipeline::default_passes(),
         opts,
     )
     .map_err(|e| BackendError::Refused(format!("node {}: {}", job.file_id_of(e.node), e.reason)))

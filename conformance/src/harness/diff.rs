@@ -11,7 +11,7 @@ pub fn diff(
     case: &Case,
     name: &str,
     backend: Option<(&dyn Backend, &Allowances)>,
-) -> Result<crate::stages::DiffReport, String> {
+) -> Result<crate::stages::DiffReport, crate::stages::DiffError> {
     let mut report = crate::stages::diff(case)?;
     if let Some((b, allow)) = backend {
         let stage = format!("rendered: {}", b.name());

@@ -180,7 +180,7 @@ fn judge_inner(
     };
     let opts = match schedule_opts_for(case) {
         Ok(o) => o,
-        Err(e) => return only(Verdict::Invalid(e)),
+        Err(e) => return only(Verdict::Invalid(e.to_string())),
     };
     let job = Job {
         case: name,

@@ -1,0 +1,121 @@
+//! The C renderer's text is pinned on every corpus case: each case's schedule (default passes,
+//! the case's scheduler options) is rendered as one C unit and its hash compared with
+//! `fixtures/c_render_hashes.txt`. Refactoring the renderer must keep the text byte for byte;
+//! a deliberate change of the C text is re-blessed with `UOPKIT_BLESS=1 cargo test -p
+//! uopkit-conformance --test render_identity` and reviewed as a diff of that file. The same
+//! programs rendered as CUDA and HIP have no `#error` line (nothing the corpus needs is
+//! outside those dialects; they are not compiled here: no nvcc/hipcc/NVRTC on this machine).
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use uopkit_compiler::render::{renderer, Lang};
+use uopkit_compiler::schedule::Step;
+use uopkit_conformance::{backend, corpus, load};
+use uopkit_interp::ir::NodeId;
+
+/// FNV-1a, 64 bit: stable across platforms and Rust versions.
+fn fnv1a(s: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in s.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
+/// One line per corpus case: its name and the rendered C unit's length and hash, or why it
+/// has no unit.
+fn render_list(gpu: &mut usize) -> (String, usize) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../corpus");
+    let files = corpus::case_files(&dir).expect("corpus is listable");
+    let mut out = String::new();
+    let mut rendered = 0;
+    for f in &files {
+        let name = corpus::case_name(&dir, f);
+        let line = (|| -> Result<String, String> {
+            let case = load::read_case(f).map_err(|_| "unreadable".to_string())?;
+            if case.expect_error.is_some() {
+                return Err("expects an error".into());
+            }
+            let (loaded, ver) = load::load(&case).map_err(|_| "does not load".to_string())?;
+            let roots: Vec<NodeId> = case
+                .outputs
+                .iter()
+                .map(|o| loaded.arena(o.node))
+                .collect::<Result<_, _>>()
+                .map_err(|_| "unknown output node".to_string())?;
+            let opts = backend::schedule_opts_for(&case).map_err(|e| e.to_string())?;
+            let s = uopkit_compiler::pipeline::schedule_opts(&loaded.graph, &ver, &roots, &opts)
+                .map_err(|_| "refused by the scheduler".to_string())?;
+            let programs: Vec<_> = s
+                .steps
+                .iter()
+                .filter_map(|st| match st {
+                    Step::Kernel { program, .. } => Some(program.clone()),
+                    _ => None,
+                })
+                .collect();
+            let unit = renderer(Lang::C)
+                .render(&programs)
+                .map_err(|e| e.to_string())?;
+            // The CUDA and HIP dialects express everything the corpus schedules.
+            for lang in [Lang::Cuda, Lang::Hip] {
+                let u = renderer(lang)
+                    .render(&programs)
+                    .map_err(|e| e.to_string())?;
+                assert_eq!(u.lang, lang);
+                assert!(
+                    !u.source.contains("#error"),
+                    "{name}: the {lang} text has an #error line:\n{}",
+                    u.source
+                );
+                assert_eq!(u.kernels, unit.kernels, "{name}");
+                *gpu += 1;
+            }
+            rendered += 1;
+            Ok(format!(
+                "{} bytes, fnv1a {:016x}",
+                unit.source.len(),
+                fnv1a(&unit.source)
+            ))
+        })();
+        let _ = match line {
+            Ok(l) => writeln!(out, "{name}: {l}"),
+            Err(e) => writeln!(out, "{name}: none ({e})"),
+        };
+    }
+    (out, rendered)
+}
+
+#[test]
+fn c_text_is_unchanged_on_every_corpus_case() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/c_render_hashes.txt");
+    let mut gpu = 0;
+    let (got, rendered) = render_list(&mut gpu);
+    assert!(rendered > 100, "only {rendered} corpus cases rendered");
+    assert_eq!(
+        gpu,
+        2 * rendered,
+        "every rendered case also as CUDA and HIP"
+    );
+    if std::env::var_os("UOPKIT_BLESS").is_some() {
+        std::fs::write(&path, &got).expect("fixture is writable");
+        return;
+    }
+    let want = std::fs::read_to_string(&path).expect("fixtures/c_render_hashes.txt exists");
+    let diff: Vec<String> = want
+        .lines()
+        .zip(got.lines())
+        .filter(|(a, b)| a != b)
+        .map(|(a, b)| format!("want {a}\n got {b}"))
+        .collect();
+    assert!(
+        diff.is_empty() && want.lines().count() == got.lines().count(),
+        "{} case(s) differ ({} lines pinned, {} now):\n{}",
+        diff.len(),
+        want.lines().count(),
+        got.lines().count(),
+        diff.join("\n")
+    );
+}
