@@ -465,7 +465,7 @@ impl<'g> Ranges<'g> {
                     }
                     if info.can_raise(Ub::DivOverflow) && dt.is_signed_int() && b.contains(-1) {
                         let int_min = -(1i128 << (dt.bits() - 1));
-                        if !self.get(x).is_some_and(|a| a.min > int_min) {
+                        if self.get(x).is_none_or(|a| a.min <= int_min) {
                             return false;
                         }
                     }

@@ -38,7 +38,7 @@ mod tests {
     #[test]
     fn generators_produce_every_alu_op() {
         let mut seen = BTreeSet::new();
-        let mut rng = SplitMix64(0x0b7a_b1e);
+        let mut rng = SplitMix64(0x00b7_ab1e);
         for _ in 0..400 {
             let tape: Vec<u32> = (0..96).map(|_| rng.next_u64() as u32).collect();
             let mut b = ExprBuilder::new(&tape, ExprConfig::default());
