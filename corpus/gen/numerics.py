@@ -685,22 +685,22 @@ def reduce_identity(op, dt):
 
 
 # --------------------------------------------------------------------------------------------
-# the op table (corpus/gen/ops.json, the Rust op table's dump; interp/tests/op_table.rs keeps it
+# the op table (corpus/gen/ops.jsonl, the Rust op table's dump; interp/tests/op_table.rs keeps it
 # current)
 
-OPS_JSON = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ops.json")
+OPS_TABLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ops.jsonl")
 
 # The dtype each class is tried in.
 _CLASS_DTYPE = (("int", "int32"), ("float", "float32"), ("bool", "bool"))
 
 
-def load_op_table(path=OPS_JSON):
+def load_op_table(path=OPS_TABLE):
     with open(path) as fh:
-        return json.load(fh)["ops"]
+        return [json.loads(line) for line in fh if line.strip()]
 
 
-def check_op_table(path=OPS_JSON):
-    """Every ALU op of ops.json has an implementation here (on at least one dtype class its rule
+def check_op_table(path=OPS_TABLE):
+    """Every ALU op of ops.jsonl has an implementation here (on at least one dtype class its rule
     allows), and the UB kinds this module raises for it are the ones the table names."""
     checked = 0
     for e in load_op_table(path):
@@ -733,7 +733,7 @@ def check_op_table(path=OPS_JSON):
                         except AssertionError:
                             pass
             checked += 1
-        assert ok, f"{op} (ops.json) has no implementation in numerics.alu"
+        assert ok, f"{op} (ops.jsonl) has no implementation in numerics.alu"
         for kind in e["ub"]:
             assert any(_raises(op, kind, a, b) for a in (5, -2 ** 31) for b in (0, -1, 32)), (op, kind)
     return checked

@@ -2,7 +2,7 @@
 //! entry; the verifier and the kernel checker accept exactly the dtypes its rule allows (with
 //! the same reasons); `scalar::alu` evaluates it on every allowed dtype and raises exactly the
 //! UB the entry names; the algebraic flags and reduction identities hold bit-exactly on
-//! witness values; and `corpus/gen/ops.json` is the table's current dump.
+//! witness values; and `corpus/gen/ops.jsonl` is the table's current dump.
 //!
 //! (The compiler's consumers are walked in `compiler/tests/op_table.rs`, the generators in
 //! `conformance`'s `gen::tests::generators_produce_every_alu_op`.)
@@ -414,22 +414,22 @@ fn reduction_identities_are_identities() {
 }
 
 fn ops_json_path() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../corpus/gen/ops.json")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../corpus/gen/ops.jsonl")
 }
 
-/// `corpus/gen/ops.json` is the table's dump; `UPDATE_EXPECT=1` rewrites it (atomically).
+/// `corpus/gen/ops.jsonl` is the table's dump; `UPDATE_EXPECT=1` rewrites it (atomically).
 #[test]
 fn ops_json_is_current() {
     // The feature-gated test op is not part of the checked-in table.
     if cfg!(feature = "test-op") {
         return;
     }
-    let want = table::to_json();
+    let want = table::to_jsonl();
     let path = ops_json_path();
     if std::env::var_os("UPDATE_EXPECT").is_some_and(|v| v == "1") {
-        let tmp = path.with_extension("json.tmp");
-        std::fs::write(&tmp, &want).expect("write ops.json.tmp");
-        std::fs::rename(&tmp, &path).expect("rename ops.json");
+        let tmp = path.with_extension("jsonl.tmp");
+        std::fs::write(&tmp, &want).expect("write ops.jsonl.tmp");
+        std::fs::rename(&tmp, &path).expect("rename ops.jsonl");
         return;
     }
     let have = std::fs::read_to_string(&path).unwrap_or_default();

@@ -3,7 +3,7 @@
 //! value-range rule, the C spelling). The verifier, the kernel checker, the evaluator's
 //! reductions, the bounds, the compiler's value ranges, pattern matching and renderer, and the
 //! conformance generators read it; `interp/tests/op_table.rs` walks it against each of them and
-//! `corpus/gen/ops.json` is its dump for the Python generators.
+//! `corpus/gen/ops.jsonl` is its dump for the Python generators.
 //!
 //! The *meaning* of an op (its exact value on bits) stays in `scalar::alu`; this table says only
 //! what holds for every element. See "Adding an op" in ARCHITECTURE.md.
@@ -532,16 +532,14 @@ pub fn reduce_identity(op: Op, dt: DType) -> u64 {
     }
 }
 
-/// The table as JSON (what `corpus/gen/ops.json` holds): deterministic, one op per line.
-pub fn to_json() -> String {
-    let mut s = String::from("{\n  \"format\": \"uopkit-ops/1\",\n  \"ops\": [\n");
-    for (k, info) in TABLE.iter().enumerate() {
-        let line = serde_json::to_string(info).unwrap_or_default();
-        s.push_str("    ");
-        s.push_str(&line);
-        s.push_str(if k + 1 < TABLE.len() { ",\n" } else { "\n" });
+/// The table as JSON Lines, one op per line (what `corpus/gen/ops.jsonl` holds; not `.json`,
+/// which the corpus walk would take for a case): deterministic.
+pub fn to_jsonl() -> String {
+    let mut s = String::new();
+    for info in TABLE {
+        s.push_str(&serde_json::to_string(info).unwrap_or_default());
+        s.push('\n');
     }
-    s.push_str("  ]\n}\n");
     s
 }
 
