@@ -367,6 +367,13 @@ fn alu_expr(op: Op, dt: DType, a: &[String]) -> Result<String, String> {
                 Op::NEG => format!("({t})(({u})0 - ({u}){})", x(0)),
                 Op::TRUNC => x(0).to_string(),
                 Op::MAX => format!("{0} < {1} ? {1} : {0}", x(0), x(1)),
+                // The test-only op of the "Adding an op" recipe: |a − b|, wrapping like SUB.
+                #[cfg(feature = "test-op")]
+                Op::ABSDIFF => format!(
+                    "({t})({0} < {1} ? ({u}){1} - ({u}){0} : ({u}){0} - ({u}){1})",
+                    x(0),
+                    x(1)
+                ),
                 // Division, modulo and shifts are total here: lanes whose value is discarded
                 // (padding computes on gated loads) may hold operands that would trap, so
                 // those get 0. Values the oracle defines never take that branch.
