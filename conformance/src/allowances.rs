@@ -92,23 +92,9 @@ pub fn default_path(backend: &str) -> PathBuf {
         .join(format!("{backend}.json"))
 }
 
-/// The float ALU ops a ULP budget may name.
+/// The float ALU ops a ULP budget may name (those the op table marks `ulp_budget`).
 fn budget_op(op: Op) -> bool {
-    matches!(
-        op,
-        Op::EXP2
-            | Op::LOG2
-            | Op::SIN
-            | Op::SQRT
-            | Op::RECIPROCAL
-            | Op::FDIV
-            | Op::POW
-            | Op::ADD
-            | Op::SUB
-            | Op::MUL
-            | Op::MULACC
-            | Op::TRUNC
-    )
+    op.info().is_some_and(|i| i.ulp_budget)
 }
 
 impl Allowances {

@@ -230,6 +230,7 @@ def check_native_ops(count=6000):
 
 def run():
     n = check_struct_formats() + check_bfloat16() + check_all_codes() + check_ops() + check_native_ops()
+    n += N.check_op_table()
     return n
 
 

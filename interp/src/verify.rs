@@ -2,7 +2,7 @@
 //! malformed graph with the node and the reason, before anything is allocated or run.
 
 use crate::error::{Error, Result};
-use crate::ir::{Arg, DType, DeviceSpec, Graph, NodeId, Op, ReduceOrder};
+use crate::ir::{table, Arg, DType, DeviceSpec, Graph, NodeId, Op, ReduceOrder};
 
 /// The largest number of elements one value may have. The oracle keeps ~24 bytes per
 /// element, so this caps one value at a few GiB; larger graphs are refused up front.
@@ -581,13 +581,10 @@ fn check_device_tuple(ds: &[crate::ir::Device]) -> Result<(), String> {
 fn verify_alu(g: &Graph, id: NodeId, src: &[&Info]) -> Result<Info> {
     let n = g.node(id);
     let e = |reason: String| err(g, id, reason);
-    let want = if n.op.is_unary_alu() {
-        1
-    } else if n.op.is_binary_alu() {
-        2
-    } else {
-        3
+    let Some(info) = n.op.info() else {
+        return Err(e(format!("{} is not an ALU op", n.op)));
     };
+    let want = info.arity as usize;
     if src.len() != want {
         return Err(e(format!("takes {want} source(s), got {}", src.len())));
     }
@@ -596,55 +593,16 @@ fn verify_alu(g: &Graph, id: NodeId, src: &[&Info]) -> Result<Info> {
             return Err(e(format!("source {i} is void (an effect), not a value")));
         }
     }
-    // Operand dtype: for WHERE the branches, otherwise every operand.
-    let operands: &[&Info] = if n.op == Op::WHERE { &src[1..] } else { src };
-    let dt = operands[0].dtype;
-    if let Some((i, s)) = operands.iter().enumerate().find(|(_, s)| s.dtype != dt) {
-        return Err(e(format!(
-            "operand dtypes differ: {dt} and {} (operand {i}); CAST first",
-            s.dtype
-        )));
-    }
-    if n.op == Op::WHERE && src[0].dtype != DType::Bool {
-        return Err(e(format!(
-            "WHERE condition must be bool, got {}",
-            src[0].dtype
-        )));
-    }
-    let result = if n.op.is_comparison() {
-        DType::Bool
-    } else {
-        dt
-    };
-    if n.dtype != result {
-        return Err(e(format!("result dtype must be {result}, got {}", n.dtype)));
-    }
-    let float_only = matches!(
-        n.op,
-        Op::EXP2 | Op::LOG2 | Op::SIN | Op::SQRT | Op::RECIPROCAL | Op::FDIV | Op::POW
-    );
-    let int_only = matches!(
-        n.op,
-        Op::CDIV | Op::CMOD | Op::FLOORDIV | Op::FLOORMOD | Op::SHL | Op::SHR
-    );
-    let int_or_bool = matches!(n.op, Op::AND | Op::OR | Op::XOR);
-    if float_only && !dt.is_float() {
-        return Err(e(format!(
-            "{} needs a float dtype, got {dt} (CAST first)",
-            n.op
-        )));
-    }
-    if int_only && !dt.is_int() {
-        return Err(e(format!("{} needs an integer dtype, got {dt}", n.op)));
-    }
-    if int_or_bool && dt.is_float() {
-        return Err(e(format!(
-            "{} needs an integer or bool dtype, got {dt}",
-            n.op
-        )));
-    }
-    if n.op == Op::MULACC && dt == DType::Bool {
-        return Err(e("MULACC on bool".into()));
+    let dts: Vec<DType> = src.iter().map(|s| s.dtype).collect();
+    if let Err(err) = table::check_dtypes(info, &dts, n.dtype) {
+        let hint = match err {
+            table::DTypeError::Class {
+                classes: table::Classes::FLOAT,
+                ..
+            } => " (CAST first)",
+            _ => "",
+        };
+        return Err(e(format!("{err}{hint}")));
     }
     // Shapes: equal, except that a 0-d operand broadcasts.
     let mut shape: Vec<usize> = vec![];

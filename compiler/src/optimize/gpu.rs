@@ -19,7 +19,7 @@
 
 use std::collections::BTreeMap;
 
-use uopkit_interp::eval::reduce_identity;
+use uopkit_interp::ir::table::reduce_identity;
 use uopkit_interp::ir::{Arg, DType, Graph, KArg, NodeId, Op};
 
 use crate::kgraph::{add, const_int, konst, substitute, Ranges, PASS_TAG};
@@ -102,9 +102,13 @@ fn range_to_gidx(g: &mut Graph, _c: &Captures, id: NodeId) -> Option<NodeId> {
     Some(add(g, Op::SINK, DType::Void, vec![body], KArg::None, 0))
 }
 
-/// Whether folding with `op` on `dt` gives the same bits in every order.
+/// Whether folding with `op` on `dt` gives the same bits in every order: a reduce op that
+/// the op table says is commutative and associative bit for bit on `dt` (integers wrap;
+/// no float op qualifies).
 fn order_free(op: Op, dt: DType) -> bool {
-    dt.is_int() && matches!(op, Op::ADD | Op::MUL | Op::MAX)
+    op.info().is_some_and(|i| {
+        i.reduce.is_some() && i.commutative.holds_for(dt) && i.associative.holds_for(dt)
+    })
 }
 
 fn i64c(g: &mut Graph, v: i128) -> NodeId {

@@ -12,7 +12,7 @@
 //! r₀ is the outermost loop, so the fold runs in row-major order of the reduced elements:
 //! the oracle's sequential order, bit for bit.
 
-use uopkit_interp::eval::reduce_identity;
+use uopkit_interp::ir::table::reduce_identity;
 use uopkit_interp::ir::{Arg, DType, Graph, KArg, NodeId, Op};
 
 use crate::kgraph::{add, konst, Ranges, PASS_TAG};

@@ -29,6 +29,7 @@
 
 use std::fmt::Write as _;
 
+use uopkit_interp::ir::table::CSpelling;
 use uopkit_interp::ir::{DType, Op};
 use uopkit_interp::kernel::{InstId, KArg, Program};
 use uopkit_interp::scalar::cast::{mask, to_i128};
@@ -412,6 +413,10 @@ fn cast_expr(from: DType, to: DType, a: &str) -> Result<String, String> {
 fn alu_expr(op: Op, dt: DType, a: &[String]) -> Result<String, String> {
     let t = ctype(dt);
     let bad = || Err(format!("{op} is not defined on {dt}"));
+    // The spelling comes from the op table (`ir::table`); ops marked `Custom` are written here.
+    let Some(info) = op.info() else {
+        return bad();
+    };
     let x = |k: usize| a[k].as_str();
     // Comparisons give bool whatever the operand kind (floats: IEEE, NaN unordered).
     let cmp = |sym: &str| format!("(uint8_t)({} {sym} {})", x(0), x(1));
@@ -437,19 +442,17 @@ fn alu_expr(op: Op, dt: DType, a: &[String]) -> Result<String, String> {
             let wrap = |sym: &str| format!("({t})(({u}){} {sym} ({u}){})", x(0), x(1));
             match op {
                 Op::WHERE => format!("{} ? {} : {}", x(0), x(1), x(2)),
-                Op::ADD => wrap("+"),
-                Op::SUB => wrap("-"),
-                Op::MUL => wrap("*"),
                 Op::MULACC => format!("({t})(({u}){} * ({u}){} + ({u}){})", x(0), x(1), x(2)),
                 Op::NEG => format!("({t})(({u})0 - ({u}){})", x(0)),
                 Op::TRUNC => x(0).to_string(),
                 Op::MAX => format!("{0} < {1} ? {1} : {0}", x(0), x(1)),
-                Op::CMPLT => cmp("<"),
-                Op::CMPNE => cmp("!="),
-                Op::CMPEQ => cmp("=="),
-                Op::AND => format!("({t})({} & {})", x(0), x(1)),
-                Op::OR => format!("({t})({} | {})", x(0), x(1)),
-                Op::XOR => format!("({t})({} ^ {})", x(0), x(1)),
+                // The test-only op of the "Adding an op" recipe: |a − b|, wrapping like SUB.
+                #[cfg(feature = "test-op")]
+                Op::ABSDIFF => format!(
+                    "({t})({0} < {1} ? ({u}){1} - ({u}){0} : ({u}){0} - ({u}){1})",
+                    x(0),
+                    x(1)
+                ),
                 // Division, modulo and shifts are total here: lanes whose value is discarded
                 // (padding computes on gated loads) may hold operands that would trap, so
                 // those get 0. Values the oracle defines never take that branch.
@@ -478,7 +481,15 @@ fn alu_expr(op: Op, dt: DType, a: &[String]) -> Result<String, String> {
                     };
                     format!("((uint64_t){} < {bits}u) ? {e} : ({t})0", x(1))
                 }
-                _ => return bad(),
+                _ if !info.classes.int => return bad(),
+                _ => match info.c {
+                    CSpelling::Infix(sym) if info.is_comparison() => cmp(sym),
+                    // An op that also takes floats is arithmetic that can overflow: it is
+                    // computed in the unsigned type, which wraps.
+                    CSpelling::Infix(sym) if info.classes.float => wrap(sym),
+                    CSpelling::Infix(sym) => format!("({t})({} {sym} {})", x(0), x(1)),
+                    _ => return bad(),
+                },
             }
         }
         k @ (Kind::F32 | Kind::F64) => {
@@ -506,22 +517,21 @@ fn alu_expr(op: Op, dt: DType, a: &[String]) -> Result<String, String> {
                 Op::NEG => format!("uk_neg_f{}({})", if f32_ { 32 } else { 64 }, x(0)),
                 // `a < b ? b : a`: an operand's bits, untouched (NaN/−0 rule of the oracle).
                 Op::MAX => format!("{0} < {1} ? {1} : {0}", x(0), x(1)),
-                Op::CMPLT => cmp("<"),
-                Op::CMPNE => cmp("!="),
-                Op::CMPEQ => cmp("=="),
-                Op::ADD => c(format!("{} + {}", x(0), x(1))),
-                Op::SUB => c(format!("{} - {}", x(0), x(1))),
-                Op::MUL => c(format!("{} * {}", x(0), x(1))),
-                Op::FDIV => c(format!("{} / {}", x(0), x(1))),
                 Op::RECIPROCAL => c(format!("1.0{sfx} / {}", x(0))),
-                Op::SQRT => c(format!("sqrt{sfx}({})", x(0))),
-                Op::TRUNC => c(format!("trunc{sfx}({})", x(0))),
-                Op::MULACC => c(format!("fma{sfx}({}, {}, {})", x(0), x(1), x(2))),
-                Op::EXP2 => libm(format!("uk_exp2({})", d(0))),
-                Op::LOG2 => libm(format!("uk_log2({})", d(0))),
-                Op::SIN => libm(format!("uk_sin({})", d(0))),
-                Op::POW => libm(format!("uk_pow({}, {})", d(0), d(1))),
-                _ => return bad(),
+                _ if !info.classes.float => return bad(),
+                _ => {
+                    let n = info.arity as usize;
+                    match info.c {
+                        CSpelling::Infix(sym) if info.is_comparison() => cmp(sym),
+                        CSpelling::Infix(sym) => c(format!("{} {sym} {}", x(0), x(1))),
+                        CSpelling::CMath(f) => c(format!("{f}{sfx}({})", a[..n].join(", "))),
+                        CSpelling::Libm(f) => {
+                            let ds: Vec<String> = (0..n).map(&d).collect();
+                            libm(format!("{f}({})", ds.join(", ")))
+                        }
+                        CSpelling::Custom => return bad(),
+                    }
+                }
             }
         }
         Kind::Small(f) => {
@@ -531,24 +541,13 @@ fn alu_expr(op: Op, dt: DType, a: &[String]) -> Result<String, String> {
             let fcmp = |sym: &str| format!("(uint8_t)({} {sym} {})", dec(0), dec(1));
             match op {
                 Op::WHERE => format!("{} ? {} : {}", x(0), x(1), x(2)),
-                Op::NEG => call("neg", 1),
                 Op::MAX => format!("{} < {} ? {} : {}", dec(0), dec(1), x(1), x(0)),
-                Op::CMPLT => fcmp("<"),
-                Op::CMPNE => fcmp("!="),
-                Op::CMPEQ => fcmp("=="),
-                Op::ADD => call("add", 2),
-                Op::SUB => call("sub", 2),
-                Op::MUL => call("mul", 2),
-                Op::MULACC => call("mulacc", 3),
-                Op::FDIV => call("fdiv", 2),
-                Op::RECIPROCAL => call("recip", 1),
-                Op::SQRT => call("sqrt", 1),
-                Op::TRUNC => call("trunc", 1),
-                Op::EXP2 => call("exp2", 1),
-                Op::LOG2 => call("log2", 1),
-                Op::SIN => call("sin", 1),
-                Op::POW => call("pow", 2),
-                _ => return bad(),
+                _ if !info.classes.float => return bad(),
+                _ => match (info.c, info.c_small_float) {
+                    (CSpelling::Infix(sym), _) if info.is_comparison() => fcmp(sym),
+                    (_, Some(name)) => call(name, info.arity as usize),
+                    _ => return bad(),
+                },
             }
         }
     })
@@ -557,6 +556,7 @@ fn alu_expr(op: Op, dt: DType, a: &[String]) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
     use uopkit_interp::kernel::ParamDecl;
 
     fn add_kernel(name: &str, dt: DType) -> Program {

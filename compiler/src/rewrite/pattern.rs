@@ -20,6 +20,7 @@
 use std::fmt;
 use std::ops::Index;
 
+use uopkit_interp::ir::table::Exactness;
 use uopkit_interp::ir::{Arg, DType, Graph, NodeId, Op};
 
 /// A predicate on a node's dtype.
@@ -56,17 +57,12 @@ pub struct Pat {
     guard: Option<Guard>,
 }
 
-/// Ops whose two operands may be matched in either order (see [`Pat::comm`]).
-pub const COMMUTATIVE_OPS: &[Op] = &[
-    Op::ADD,
-    Op::MUL,
-    Op::AND,
-    Op::OR,
-    Op::XOR,
-    Op::MAX,
-    Op::CMPNE,
-    Op::CMPEQ,
-];
+/// True when `op`'s two operands may be matched in either order (see [`Pat::comm`]): a binary
+/// op that the op table (`ir::table`) marks commutative, at least on ints.
+pub fn is_commutative(op: Op) -> bool {
+    op.info()
+        .is_some_and(|i| i.arity == 2 && i.commutative != Exactness::Never)
+}
 
 impl Pat {
     fn blank() -> Pat {
@@ -141,7 +137,7 @@ impl Pat {
 
     /// A binary node with op `op` whose two sources match `src` in either order.
     ///
-    /// Panics (a programming error in a rule table) unless `op` is in [`COMMUTATIVE_OPS`].
+    /// Panics (a programming error in a rule table) unless [`is_commutative`]`(op)`.
     /// Note that float MAX is not *bit*-commutative (`max(+0, -0)` returns its first operand's
     /// bits): a rule that matches float MAX commutatively must be exact for both orders.
     pub fn comm(op: Op, src: [Pat; 2]) -> Pat {
@@ -151,10 +147,7 @@ impl Pat {
     /// Like [`Pat::comm`] with a set of ops.
     pub fn comm_ops(ops: &[Op], src: [Pat; 2]) -> Pat {
         for op in ops {
-            assert!(
-                COMMUTATIVE_OPS.contains(op),
-                "Pat::comm: {op} is not commutative"
-            );
+            assert!(is_commutative(*op), "Pat::comm: {op} is not commutative");
         }
         Pat {
             ops: Some(ops.to_vec()),

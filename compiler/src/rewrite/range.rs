@@ -11,8 +11,10 @@
 
 use std::collections::{HashMap, HashSet};
 
+use uopkit_interp::ir::table::RangeRule;
 use uopkit_interp::ir::{Arg, DType, Graph, Node, NodeId, Op};
 use uopkit_interp::scalar::cast::to_i128;
+use uopkit_interp::scalar::Ub;
 
 /// A closed interval `[min, max]` of integer values.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
@@ -176,21 +178,6 @@ impl<'g> Ranges<'g> {
         let bool_range = |lo: bool, hi: bool| VRange::new(lo as i128, hi as i128);
         match n.op {
             Op::CONST => self.const_value(n).map(VRange::point),
-            Op::CMPLT | Op::CMPNE | Op::CMPEQ => {
-                let (a, b) = (self.src(n, 0)?, self.src(n, 1)?);
-                let disjoint = a.max < b.min || b.max < a.min;
-                let same_point = a.as_point().is_some() && a == b;
-                Some(match n.op {
-                    Op::CMPLT if a.max < b.min => bool_range(true, true),
-                    Op::CMPLT if a.min >= b.max => bool_range(false, false),
-                    Op::CMPNE if disjoint => bool_range(true, true),
-                    Op::CMPNE if same_point => bool_range(false, false),
-                    Op::CMPEQ if disjoint => bool_range(false, false),
-                    Op::CMPEQ if same_point => bool_range(true, true),
-                    _ => bool_range(false, true),
-                })
-            }
-            Op::WHERE => self.where_range(n),
             Op::CAST => {
                 let from = self.g.node(*n.src.first()?).dtype;
                 if !int_like(from) {
@@ -205,7 +192,24 @@ impl<'g> Ranges<'g> {
                     bool_range(false, true)
                 })
             }
-            _ => None,
+            op => match op.info()?.range {
+                rule @ (RangeRule::CmpLt | RangeRule::CmpNe | RangeRule::CmpEq) => {
+                    let (a, b) = (self.src(n, 0)?, self.src(n, 1)?);
+                    let disjoint = a.max < b.min || b.max < a.min;
+                    let same_point = a.as_point().is_some() && a == b;
+                    Some(match rule {
+                        RangeRule::CmpLt if a.max < b.min => bool_range(true, true),
+                        RangeRule::CmpLt if a.min >= b.max => bool_range(false, false),
+                        RangeRule::CmpNe if disjoint => bool_range(true, true),
+                        RangeRule::CmpNe if same_point => bool_range(false, false),
+                        RangeRule::CmpEq if disjoint => bool_range(false, false),
+                        RangeRule::CmpEq if same_point => bool_range(true, true),
+                        _ => bool_range(false, true),
+                    })
+                }
+                RangeRule::Where => self.where_range(n),
+                _ => None,
+            },
         }
     }
 
@@ -228,8 +232,6 @@ impl<'g> Ranges<'g> {
     /// The exact (unwrapped) range of an int node, or `None` when unknown.
     fn compute_int(&self, n: &Node) -> Option<VRange> {
         let a = || self.src(n, 0);
-        let b = || self.src(n, 1);
-        let bits = n.dtype.bits() as i128;
         match n.op {
             Op::CONST => self.const_value(n).map(VRange::point),
             // A loop variable or a launch index: 0..end.
@@ -237,29 +239,48 @@ impl<'g> Ranges<'g> {
                 let end = a()?;
                 Some(VRange::new(0, (end.max - 1).max(0)))
             }
-            Op::ADD => {
+            Op::CAST => {
+                let from = self.g.node(*n.src.first()?).dtype;
+                // An int/bool value converts unchanged when it fits (checked by the caller).
+                if int_like(from) {
+                    a()
+                } else {
+                    None
+                }
+            }
+            op => self.alu_int(n, op.info()?.range),
+        }
+    }
+
+    /// The exact range of an int ALU node under its op's range rule (`ir::table`).
+    fn alu_int(&self, n: &Node, rule: RangeRule) -> Option<VRange> {
+        let a = || self.src(n, 0);
+        let b = || self.src(n, 1);
+        let bits = n.dtype.bits() as i128;
+        match rule {
+            RangeRule::Add => {
                 let (a, b) = (a()?, b()?);
                 Some(VRange::new(a.min + b.min, a.max + b.max))
             }
-            Op::SUB => {
+            RangeRule::Sub => {
                 let (a, b) = (a()?, b()?);
                 Some(VRange::new(a.min - b.max, a.max - b.min))
             }
-            Op::MUL => mul_range(a()?, b()?),
-            Op::MULACC => {
+            RangeRule::Mul => mul_range(a()?, b()?),
+            RangeRule::MulAcc => {
                 let (p, c) = (mul_range(a()?, b()?)?, self.src(n, 2)?);
                 Some(VRange::new(p.min + c.min, p.max + c.max))
             }
-            Op::NEG => {
+            RangeRule::Neg => {
                 let a = a()?;
                 Some(VRange::new(-a.max, -a.min))
             }
-            Op::TRUNC => a(),
-            Op::MAX => {
+            RangeRule::Trunc => a(),
+            RangeRule::Max => {
                 let (a, b) = (a()?, b()?);
                 Some(VRange::new(a.min.max(b.min), a.max.max(b.max)))
             }
-            Op::CDIV | Op::FLOORDIV => {
+            RangeRule::TruncDiv | RangeRule::FloorDiv => {
                 let (a, b) = (a()?, b()?);
                 if b.contains(0) {
                     return None;
@@ -267,7 +288,7 @@ impl<'g> Ranges<'g> {
                 // Truncating and floor division are monotone in each operand on either side
                 // of zero, so the extremes are at the corners.
                 let div = |x: i128, y: i128| {
-                    Some(if n.op == Op::CDIV {
+                    Some(if rule == RangeRule::TruncDiv {
                         x / y
                     } else {
                         floor_div(x, y)
@@ -280,7 +301,7 @@ impl<'g> Ranges<'g> {
                     div(a.max, b.max),
                 ])
             }
-            Op::CMOD => {
+            RangeRule::TruncMod => {
                 let (a, b) = (a()?, b()?);
                 if b.contains(0) {
                     return None;
@@ -296,7 +317,7 @@ impl<'g> Ranges<'g> {
                     if a.max <= 0 { 0 } else { a.max.min(m) },
                 ))
             }
-            Op::FLOORMOD => {
+            RangeRule::FloorMod => {
                 let (a, b) = (a()?, b()?);
                 if b.min > 0 {
                     if a.min >= 0 && a.max < b.min {
@@ -326,14 +347,14 @@ impl<'g> Ranges<'g> {
                     None
                 }
             }
-            Op::SHL | Op::SHR => {
+            RangeRule::Shl | RangeRule::Shr => {
                 let (a, k) = (a()?, b()?);
                 if k.min < 0 || k.max >= bits {
                     return None; // undefined for some counts
                 }
                 // x·2^k and floor(x / 2^k) are monotone in x and in k: corners again.
                 let f = |x: i128, s: i128| {
-                    if n.op == Op::SHL {
+                    if rule == RangeRule::Shl {
                         x.checked_mul(1i128 << s)
                     } else {
                         Some(x >> s)
@@ -346,7 +367,7 @@ impl<'g> Ranges<'g> {
                     f(a.max, k.max),
                 ])
             }
-            Op::AND => {
+            RangeRule::And => {
                 let (a, b) = (a()?, b()?);
                 // A non-negative operand clears the sign and bounds the result from above.
                 match (a.min >= 0, b.min >= 0) {
@@ -356,7 +377,7 @@ impl<'g> Ranges<'g> {
                     (false, false) => None,
                 }
             }
-            Op::OR | Op::XOR => {
+            RangeRule::Or | RangeRule::Xor => {
                 let (a, b) = (a()?, b()?);
                 if a.min < 0 || b.min < 0 {
                     return None;
@@ -367,19 +388,15 @@ impl<'g> Ranges<'g> {
                 } else {
                     (1i128 << (128 - hi.leading_zeros())) - 1
                 };
-                let lo = if n.op == Op::OR { a.min.max(b.min) } else { 0 };
+                let lo = if rule == RangeRule::Or {
+                    a.min.max(b.min)
+                } else {
+                    0
+                };
                 Some(VRange::new(lo, ones))
             }
-            Op::WHERE => self.where_range(n),
-            Op::CAST => {
-                let from = self.g.node(*n.src.first()?).dtype;
-                // An int/bool value converts unchanged when it fits (checked by the caller).
-                if int_like(from) {
-                    a()
-                } else {
-                    None
-                }
-            }
+            RangeRule::Where => self.where_range(n),
+            // Comparisons give bool (compute_bool); float-only rules never see ints.
             _ => None,
         }
     }
@@ -432,26 +449,42 @@ impl<'g> Ranges<'g> {
                 let from = n.src.first().map(|&s| g.node(s).dtype);
                 !(from.is_some_and(DType::is_float) && !dt.is_float() && !dt.is_bool())
             }
-            Op::CDIV | Op::CMOD | Op::FLOORDIV | Op::FLOORMOD if int_like(dt) => {
-                let (Some(&x), Some(&y)) = (n.src.first(), n.src.get(1)) else {
-                    return false;
-                };
-                let Some(b) = self.get(y) else { return false };
-                if b.contains(0) {
-                    return false;
+            // An ALU op is defined unless its table entry names UB that the operands' ranges
+            // do not exclude (integer UB only: float ALU ops are total).
+            op => {
+                let Some(info) = op.info() else { return false };
+                if !int_like(dt) {
+                    return true;
                 }
-                if dt.is_signed_int() && b.contains(-1) {
-                    let int_min = -(1i128 << (dt.bits() - 1));
-                    return self.get(x).is_some_and(|a| a.min > int_min);
+                if info.can_raise(Ub::DivByZero) {
+                    let (Some(&x), Some(&y)) = (n.src.first(), n.src.get(1)) else {
+                        return false;
+                    };
+                    let Some(b) = self.get(y) else { return false };
+                    if b.contains(0) {
+                        return false;
+                    }
+                    if info.can_raise(Ub::DivOverflow) && dt.is_signed_int() && b.contains(-1) {
+                        let int_min = -(1i128 << (dt.bits() - 1));
+                        if self.get(x).is_none_or(|a| a.min <= int_min) {
+                            return false;
+                        }
+                    }
                 }
-                true
+                if info.can_raise(Ub::ShiftOutOfRange) {
+                    let Some(&y) = n.src.get(1) else { return false };
+                    if !self
+                        .get(y)
+                        .is_some_and(|k| k.min >= 0 && k.max < dt.bits() as i128)
+                    {
+                        return false;
+                    }
+                }
+                // Any other UB kind an op could raise has no range rule here: not provably free.
+                info.ub
+                    .iter()
+                    .all(|u| matches!(u, Ub::DivByZero | Ub::DivOverflow | Ub::ShiftOutOfRange))
             }
-            Op::SHL | Op::SHR if int_like(dt) => {
-                let Some(&y) = n.src.get(1) else { return false };
-                self.get(y)
-                    .is_some_and(|k| k.min >= 0 && k.max < dt.bits() as i128)
-            }
-            op => op.is_alu(),
         }
     }
 }

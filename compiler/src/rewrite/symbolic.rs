@@ -19,6 +19,7 @@
 //! tensor shapes: a rule may replace a node by a CONST or by an operand, which at the tensor
 //! level could have another shape than the node (`x*0 → 0`, `where(c, x, x) → x`).
 
+use uopkit_interp::ir::table;
 use uopkit_interp::ir::{Arg, DType, Graph, Node, NodeId, Op};
 use uopkit_interp::scalar::alu::alu;
 use uopkit_interp::scalar::cast::{bitcast, cast, mask, to_i128, wrap_i128};
@@ -103,20 +104,8 @@ fn dtype(g: &Graph, id: NodeId) -> DType {
     g.node(id).dtype
 }
 
-fn unary_ops() -> Vec<Op> {
-    Op::ALL
-        .iter()
-        .copied()
-        .filter(|o| o.is_unary_alu())
-        .collect()
-}
-
-fn binary_ops() -> Vec<Op> {
-    Op::ALL
-        .iter()
-        .copied()
-        .filter(|o| o.is_binary_alu())
-        .collect()
+fn alu_ops(arity: u8) -> Vec<Op> {
+    table::ops_where(|i| i.arity == arity)
 }
 
 const DIVS: &[Op] = &[Op::CDIV, Op::FLOORDIV];
@@ -131,18 +120,18 @@ pub fn symbolic_rules() -> Vec<Rule> {
         // ---- constant folding (the oracle's own scalar semantics; UB is left alone) ----
         Rule::new(
             "fold_const_unary",
-            Pat::ops(&unary_ops(), [Pat::cvar("a")]),
+            Pat::ops(&alu_ops(1), [Pat::cvar("a")]),
             fold_unary,
         ),
         Rule::new(
             "fold_const_binary",
-            Pat::ops(&binary_ops(), [Pat::cvar("a"), Pat::cvar("b")]),
+            Pat::ops(&alu_ops(2), [Pat::cvar("a"), Pat::cvar("b")]),
             fold_binary,
         ),
         Rule::new(
             "fold_const_ternary",
             Pat::ops(
-                &[Op::WHERE, Op::MULACC],
+                &alu_ops(3),
                 [Pat::cvar("a"), Pat::cvar("b"), Pat::cvar("c")],
             ),
             fold_ternary,

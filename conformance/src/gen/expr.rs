@@ -25,6 +25,7 @@ use std::fmt;
 use proptest::collection::vec;
 use proptest::prelude::*;
 use uopkit_interp::eval::{self, BufferInit, Elem};
+use uopkit_interp::ir::table::{self, CSpelling, OpInfo};
 use uopkit_interp::ir::{Arg, DType, Device, DeviceSpec, Graph, Node, NodeId, Op};
 use uopkit_interp::scalar::cast::{mask, to_i128, wrap_i128};
 use uopkit_interp::scalar::Ub;
@@ -140,6 +141,37 @@ pub const INTS: &[DType] = &[Int8, UInt8, Int16, UInt16, Int32, UInt32, Int64, U
 const ARITH: &[Op] = &[Op::ADD, Op::SUB, Op::MUL, Op::MAX, Op::AND, Op::OR, Op::XOR];
 const DIVMOD: &[Op] = &[Op::CDIV, Op::CMOD, Op::FLOORDIV, Op::FLOORMOD];
 const CMPS: &[Op] = &[Op::CMPLT, Op::CMPNE, Op::CMPEQ];
+const SHIFTS: &[Op] = &[Op::SHL, Op::SHR];
+const FLOAT_UNARY: &[Op] = &[Op::SQRT, Op::NEG, Op::TRUNC, Op::RECIPROCAL];
+
+/// `listed`, then every op of the op table (`uopkit_interp::ir::table`) that `pred` accepts
+/// and `listed` lacks. The targeted lists keep their order, so a tape still means the same
+/// expression, and an op added to the table is generated without touching this file.
+fn with_table_ops(listed: &[Op], pred: impl Fn(&OpInfo) -> bool) -> Vec<Op> {
+    let extra = table::ops_where(|i| pred(i) && !listed.contains(&i.op));
+    [listed, &extra].concat()
+}
+
+/// The comparisons generated (CMPS, then the table's other comparisons).
+pub fn comparison_ops() -> Vec<Op> {
+    with_table_ops(CMPS, |i| i.is_comparison())
+}
+
+/// The binary int ops the general strategies pick from (ARITH, DIVMOD and shifts, then the
+/// table's other binary ops that take ints).
+pub fn int_binary_ops() -> Vec<Op> {
+    with_table_ops(&[ARITH, DIVMOD, SHIFTS].concat(), |i| {
+        i.arity == 2 && i.classes.int && !i.is_comparison()
+    })
+}
+
+/// The float unary ops applied to constants (libm-style transcendentals are left to the
+/// tensor generator's `transcendental` programs).
+pub fn float_unary_ops() -> Vec<Op> {
+    with_table_ops(FLOAT_UNARY, |i| {
+        i.arity == 1 && i.classes.float && !matches!(i.c, CSpelling::Libm(_))
+    })
+}
 
 /// What [`expr`] builds.
 #[derive(Clone, Debug)]
@@ -383,7 +415,7 @@ impl<'a> ExprBuilder<'a> {
                 } else {
                     self.int_dtype()
                 };
-                let op = self.c.pick(CMPS);
+                let op = self.c.pick(&comparison_ops());
                 let a = self.expr(odt, d);
                 let b = if self.c.chance(20) {
                     a
@@ -456,7 +488,7 @@ impl<'a> ExprBuilder<'a> {
                 self.cast(dt, m)
             }
             4 => {
-                let op = self.c.pick(&[Op::SQRT, Op::NEG, Op::TRUNC, Op::RECIPROCAL]);
+                let op = self.c.pick(&float_unary_ops());
                 let a = self.konst(dt);
                 self.un(op, a)
             }
@@ -473,7 +505,7 @@ impl<'a> ExprBuilder<'a> {
             }
             1 => {
                 // An op with a special constant, in either order.
-                let op = self.c.pick(&[ARITH, DIVMOD, &[Op::SHL, Op::SHR]].concat());
+                let op = self.c.pick(&int_binary_ops());
                 let a = self.expr(dt, d);
                 let k = self.konst(dt);
                 let swap = !DIVMOD.contains(&op) && op != Op::SHL && op != Op::SHR;
@@ -607,7 +639,7 @@ impl<'a> ExprBuilder<'a> {
 
     /// Constants only: folding (UB included: x/0, INT_MIN/-1, shifts too far).
     pub fn const_only(&mut self, dt: DType) -> NodeId {
-        let op = self.c.pick(&[ARITH, DIVMOD, &[Op::SHL, Op::SHR]].concat());
+        let op = self.c.pick(&int_binary_ops());
         let (a, b) = (self.konst(dt), self.konst(dt));
         match self.c.below(10) {
             0 if dt.bits() == 32 => {

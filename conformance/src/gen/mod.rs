@@ -22,3 +22,37 @@ pub mod expr;
 pub mod rules;
 pub mod scalar;
 pub mod tensor;
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use uopkit_interp::ir::{table, NodeId, Op};
+
+    use super::expr::{ExprBuilder, ExprConfig};
+    use super::tensor::{build, Recipe, TensorConfig, STEP_WORDS};
+    use crate::inputs::SplitMix64;
+
+    /// Every ALU op of the op table appears in what the generators make (expressions and
+    /// tensor programs together) on a few hundred seeded tapes.
+    #[test]
+    fn generators_produce_every_alu_op() {
+        let mut seen = BTreeSet::new();
+        let mut rng = SplitMix64(0x00b7_ab1e);
+        for _ in 0..400 {
+            let tape: Vec<u32> = (0..96).map(|_| rng.next_u64() as u32).collect();
+            let mut b = ExprBuilder::new(&tape, ExprConfig::default());
+            let dt = b.any_dtype();
+            let root = b.expr(dt, 3);
+            let e = b.finish(root);
+            seen.extend((0..e.graph.len()).map(|i| e.graph.node(NodeId(i as u32)).op));
+            let steps = (0..8)
+                .map(|_| std::array::from_fn::<u32, STEP_WORDS, _>(|_| rng.next_u64() as u32))
+                .collect();
+            let g = build(&Recipe { steps }, &TensorConfig::default());
+            seen.extend(g.case.graph.iter().map(|n| n.op));
+        }
+        let missing: Vec<Op> = table::alu_ops().filter(|o| !seen.contains(o)).collect();
+        assert!(missing.is_empty(), "never generated: {missing:?}");
+    }
+}

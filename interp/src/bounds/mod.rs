@@ -30,6 +30,7 @@ use std::rc::Rc;
 use crate::error::{Error, Result};
 use crate::eval::storage::{Version, Versions};
 use crate::eval::{movement, reduce_identity, Data, Elem, Evaluation, Value};
+use crate::ir::table::RangeRule;
 use crate::ir::{Arg, DType, DeviceSpec, Graph, NodeId, Op};
 use crate::scalar::round::to_f64;
 use crate::verify::{movement_shape, storage_view, Verified};
@@ -588,27 +589,39 @@ impl Pass<'_> {
         let result = if from_oracle {
             Iv::point(to_f64(rdt, r))
         } else {
-            match op {
-                Op::ADD => interval::add(dt, a, b),
-                Op::SUB => interval::sub(dt, a, b),
-                Op::MUL => interval::mul(dt, a, b),
-                Op::FDIV => interval::div(dt, a, b),
-                Op::RECIPROCAL => interval::div(dt, Iv { lo: 1.0, hi: 1.0 }, a),
-                Op::SQRT => interval::sqrt(dt, a),
-                Op::EXP2 => interval::exp2(dt, a),
-                Op::LOG2 => interval::log2(dt, a),
-                Op::SIN => interval::sin(dt, a),
-                Op::TRUNC => interval::trunc(dt, a),
-                Op::NEG => Ok(a.negated()),
-                Op::MAX => Ok(interval::max(a, b)),
-                Op::MULACC => interval::mulacc(dt, a, b, ivs[2]),
-                Op::CMPLT => return decide(a.hi < b.lo, a.lo >= b.hi),
-                Op::CMPEQ | Op::CMPNE => {
+            // The op table's range rule names the interval function.
+            match op.info().map_or(RangeRule::Opaque, |i| i.range) {
+                RangeRule::Add => interval::add(dt, a, b),
+                RangeRule::Sub => interval::sub(dt, a, b),
+                RangeRule::Mul => interval::mul(dt, a, b),
+                RangeRule::FDiv => interval::div(dt, a, b),
+                RangeRule::Reciprocal => interval::div(dt, Iv { lo: 1.0, hi: 1.0 }, a),
+                RangeRule::Sqrt => interval::sqrt(dt, a),
+                RangeRule::Exp2 => interval::exp2(dt, a),
+                RangeRule::Log2 => interval::log2(dt, a),
+                RangeRule::Sin => interval::sin(dt, a),
+                RangeRule::Trunc => interval::trunc(dt, a),
+                RangeRule::Neg => Ok(a.negated()),
+                RangeRule::Max => Ok(interval::max(a, b)),
+                RangeRule::MulAcc => interval::mulacc(dt, a, b, ivs[2]),
+                RangeRule::CmpLt => return decide(a.hi < b.lo, a.lo >= b.hi),
+                RangeRule::CmpEq | RangeRule::CmpNe => {
                     let same = a.lo == a.hi && b.lo == b.hi && a.lo == b.lo;
                     let apart = a.hi < b.lo || b.hi < a.lo;
                     return decide(same, apart);
                 }
-                _ => Err(Why::NotMonotone),
+                // Integer-only rules never see float operands; POW and the rest: no rule.
+                RangeRule::TruncDiv
+                | RangeRule::FloorDiv
+                | RangeRule::TruncMod
+                | RangeRule::FloorMod
+                | RangeRule::Shl
+                | RangeRule::Shr
+                | RangeRule::And
+                | RangeRule::Or
+                | RangeRule::Xor
+                | RangeRule::Where
+                | RangeRule::Opaque => Err(Why::NotMonotone),
             }
         };
         let mut iv = match result {

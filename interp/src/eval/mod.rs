@@ -809,30 +809,4 @@ pub fn concat<T: Clone>(shape: &[usize], axis: usize, comps: &[Vec<T>]) -> Vec<T
     out
 }
 
-/// The start value of a reduction (what an empty reduction gives).
-pub fn reduce_identity(op: Op, dt: DType) -> u64 {
-    match op {
-        Op::ADD => 0,
-        Op::MUL => {
-            if dt.is_float() {
-                scalar::round::from_f64(dt, 1.0)
-            } else {
-                1
-            }
-        }
-        _ => {
-            if let Some(f) = dt.float_format() {
-                if f.has_inf {
-                    scalar::round::from_f64(dt, f64::NEG_INFINITY)
-                } else {
-                    // E4M3 has no infinity: its lowest value is -448.
-                    scalar::round::from_f64(dt, -448.0)
-                }
-            } else if dt.is_signed_int() {
-                1u64 << (dt.bits() - 1)
-            } else {
-                0
-            }
-        }
-    }
-}
+pub use crate::ir::table::reduce_identity;

@@ -6,9 +6,11 @@ pub mod inline;
 pub mod node;
 pub mod op;
 pub mod reduce_order;
+pub mod table;
 
 pub use device::{Backend, Device, DeviceSpec};
 pub use dtype::DType;
 pub use node::{Arg, Graph, KArg, Node, NodeId};
 pub use op::Op;
 pub use reduce_order::ReduceOrder;
+pub use table::OpInfo;

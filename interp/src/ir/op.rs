@@ -4,16 +4,16 @@ use std::fmt;
 use std::str::FromStr;
 
 macro_rules! ops {
-    ($($name:ident),* $(,)?) => {
+    ($($(#[$attr:meta])* $name:ident),* $(,)?) => {
         /// An operation. The spelling (`ADD`, `STORE`, …) is tinygrad's `Ops` enum name.
         #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
         #[allow(clippy::upper_case_acronyms, non_camel_case_types)]
-        pub enum Op { $($name),* }
+        pub enum Op { $($(#[$attr])* $name),* }
 
         impl Op {
-            pub const ALL: &'static [Op] = &[$(Op::$name),*];
+            pub const ALL: &'static [Op] = &[$($(#[$attr])* Op::$name),*];
             pub fn name(self) -> &'static str {
-                match self { $(Op::$name => stringify!($name)),* }
+                match self { $($(#[$attr])* Op::$name => stringify!($name)),* }
             }
         }
 
@@ -22,7 +22,7 @@ macro_rules! ops {
             fn from_str(s: &str) -> Result<Self, Self::Err> {
                 let s = s.strip_prefix("Ops.").unwrap_or(s);
                 match s {
-                    $(stringify!($name) => Ok(Op::$name),)*
+                    $($(#[$attr])* stringify!($name) => Ok(Op::$name),)*
                     // tinygrad 0.12-era names kept as aliases.
                     "RECIP" => Ok(Op::RECIPROCAL),
                     "IDIV" => Ok(Op::CDIV),
@@ -36,6 +36,7 @@ macro_rules! ops {
     };
 }
 
+#[rustfmt::skip]
 ops!(
     // storage, effects and structure
     BUFFER, PARAM, CONST, COPY, STORE, AFTER, CALL, SINK, GROUP, CONTIGUOUS, DETACH,
@@ -47,6 +48,8 @@ ops!(
     ADD, MUL, SUB, FDIV, POW, CDIV, CMOD, FLOORDIV, FLOORMOD, MAX, SHL, SHR, AND, OR, XOR, CMPLT,
     CMPNE, CMPEQ, // ternary ALU
     WHERE, MULACC,
+    // a test-only ALU op proving the "Adding an op" recipe (ARCHITECTURE.md)
+    #[cfg(feature = "test-op")] ABSDIFF,
     // kernel level (programs made by the compiler's lowering; see interp::kernel)
     RANGE, END, INDEX, LOAD, SPECIAL, BARRIER,
 );
@@ -56,47 +59,26 @@ ops!(
 pub struct UnknownOp(pub String);
 
 impl Op {
+    /// An ALU op of one source (arity from the op table, `ir::table`).
     pub fn is_unary_alu(self) -> bool {
-        matches!(
-            self,
-            Op::EXP2 | Op::LOG2 | Op::SIN | Op::SQRT | Op::RECIPROCAL | Op::NEG | Op::TRUNC
-        )
+        self.info().is_some_and(|i| i.arity == 1)
     }
 
     pub fn is_binary_alu(self) -> bool {
-        matches!(
-            self,
-            Op::ADD
-                | Op::MUL
-                | Op::SUB
-                | Op::FDIV
-                | Op::POW
-                | Op::CDIV
-                | Op::CMOD
-                | Op::FLOORDIV
-                | Op::FLOORMOD
-                | Op::MAX
-                | Op::SHL
-                | Op::SHR
-                | Op::AND
-                | Op::OR
-                | Op::XOR
-                | Op::CMPLT
-                | Op::CMPNE
-                | Op::CMPEQ
-        )
+        self.info().is_some_and(|i| i.arity == 2)
     }
 
     pub fn is_ternary_alu(self) -> bool {
-        matches!(self, Op::WHERE | Op::MULACC)
+        self.info().is_some_and(|i| i.arity == 3)
     }
 
+    /// An op with an entry in the op table.
     pub fn is_alu(self) -> bool {
-        self.is_unary_alu() || self.is_binary_alu() || self.is_ternary_alu()
+        self.info().is_some()
     }
 
     pub fn is_comparison(self) -> bool {
-        matches!(self, Op::CMPLT | Op::CMPNE | Op::CMPEQ)
+        self.info().is_some_and(|i| i.is_comparison())
     }
 
     pub fn is_movement(self) -> bool {
@@ -106,7 +88,6 @@ impl Op {
         )
     }
 
-    /// The ops REDUCE and ALLREDUCE accept (tinygrad's `GroupOp.Reduce`).
     /// Ops that only appear in kernel-level programs, never in tensor graphs.
     pub fn is_kernel_only(self) -> bool {
         matches!(
@@ -115,8 +96,10 @@ impl Op {
         )
     }
 
+    /// The ops REDUCE and ALLREDUCE accept (tinygrad's `GroupOp.Reduce`): those with a
+    /// reduction identity in the op table.
     pub fn is_reduce_op(self) -> bool {
-        matches!(self, Op::ADD | Op::MUL | Op::MAX)
+        self.info().is_some_and(|i| i.reduce.is_some())
     }
 }
 

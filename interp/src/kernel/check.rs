@@ -491,13 +491,10 @@ fn parse_special(name: &str) -> Option<DimKind> {
 /// The tensor verifier's ALU rules, on instructions.
 fn check_alu(prog: &Program, i: usize, kinds: &[Kind]) -> Result<(), String> {
     let inst = &prog.insts[i];
-    let want = if inst.op.is_unary_alu() {
-        1
-    } else if inst.op.is_binary_alu() {
-        2
-    } else {
-        3
+    let Some(info) = inst.op.info() else {
+        return Err(format!("{} is not an ALU op", inst.op));
     };
+    let want = info.arity as usize;
     if inst.src.len() != want {
         return Err(format!("takes {want} source(s), got {}", inst.src.len()));
     }
@@ -513,52 +510,7 @@ fn check_alu(prog: &Program, i: usize, kinds: &[Kind]) -> Result<(), String> {
             }
         }
     }
-    let operands = if inst.op == Op::WHERE {
-        &dts[1..]
-    } else {
-        &dts[..]
-    };
-    let dt = operands[0];
-    if let Some((k, o)) = operands.iter().enumerate().find(|(_, o)| **o != dt) {
-        return Err(format!(
-            "operand dtypes differ: {dt} and {o} (operand {k}); CAST first"
-        ));
-    }
-    if inst.op == Op::WHERE && dts[0] != DType::Bool {
-        return Err(format!("WHERE condition must be bool, got {}", dts[0]));
-    }
-    let result = if inst.op.is_comparison() {
-        DType::Bool
-    } else {
-        dt
-    };
-    if inst.dtype != result {
-        return Err(format!("result dtype must be {result}, got {}", inst.dtype));
-    }
-    let float_only = matches!(
-        inst.op,
-        Op::EXP2 | Op::LOG2 | Op::SIN | Op::SQRT | Op::RECIPROCAL | Op::FDIV | Op::POW
-    );
-    let int_only = matches!(
-        inst.op,
-        Op::CDIV | Op::CMOD | Op::FLOORDIV | Op::FLOORMOD | Op::SHL | Op::SHR
-    );
-    if float_only && !dt.is_float() {
-        return Err(format!("{} needs a float dtype, got {dt}", inst.op));
-    }
-    if int_only && !dt.is_int() {
-        return Err(format!("{} needs an integer dtype, got {dt}", inst.op));
-    }
-    if matches!(inst.op, Op::AND | Op::OR | Op::XOR) && dt.is_float() {
-        return Err(format!(
-            "{} needs an integer or bool dtype, got {dt}",
-            inst.op
-        ));
-    }
-    if inst.op == Op::MULACC && dt == DType::Bool {
-        return Err("MULACC on bool".into());
-    }
-    Ok(())
+    crate::ir::table::check_dtypes(info, &dts, inst.dtype).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

@@ -152,6 +152,15 @@ fn int_alu(op: Op, dt: DType, a: u64, b: u64, c: u64) -> Result<u64, Ub> {
         Op::AND => a & b,
         Op::OR => a | b,
         Op::XOR => a ^ b,
+        // The test-only op of the "Adding an op" recipe: |a − b|, wrapping like SUB.
+        #[cfg(feature = "test-op")]
+        Op::ABSDIFF => {
+            if x < y {
+                b.wrapping_sub(a) & m
+            } else {
+                a.wrapping_sub(b) & m
+            }
+        }
         Op::CDIV | Op::CMOD | Op::FLOORDIV | Op::FLOORMOD => {
             if y == 0 {
                 return Err(Ub::DivByZero);
