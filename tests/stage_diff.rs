@@ -40,6 +40,10 @@ fn every_stage_agrees_without_the_fault() {
         [
             "kernels: lowered",
             "kernels: after pass 'symbolic'",
+            "gpusim: lowered",
+            "gpusim: after pass 'gpu_launch'",
+            "gpusim: after pass 'gpu_local_reduce'",
+            "gpusim: after pass 'symbolic'",
             "rendered: cpu"
         ]
     );

@@ -26,7 +26,7 @@ fn fnv1a(s: &str) -> u64 {
 
 /// One line per corpus case: its name and the rendered C unit's length and hash, or why it
 /// has no unit.
-fn render_list(gpu: &mut usize) -> (String, usize) {
+fn render_list(gpu: &mut usize, launched: &mut usize) -> (String, usize) {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../corpus");
     let files = corpus::case_files(&dir).expect("corpus is listable");
     let mut out = String::new();
@@ -60,9 +60,26 @@ fn render_list(gpu: &mut usize) -> (String, usize) {
                 .render(&programs)
                 .map_err(|e| e.to_string())?;
             // The CUDA and HIP dialects express everything the corpus schedules.
+            // CUDA and HIP print the GPU-style kernels (launch indices, local memory,
+            // barriers) that the gpusim trials run in the kernel interpreter.
+            let gpu_opts = uopkit_compiler::schedule::ScheduleOpts {
+                target: uopkit_compiler::schedule::Target::Gpu,
+                ..opts.clone()
+            };
+            let gs =
+                uopkit_compiler::pipeline::schedule_opts(&loaded.graph, &ver, &roots, &gpu_opts)
+                    .map_err(|_| "refused by the scheduler (GPU target)".to_string())?;
+            let gpu_programs: Vec<_> = gs
+                .steps
+                .iter()
+                .filter_map(|st| match st {
+                    Step::Kernel { program, .. } => Some(program.clone()),
+                    _ => None,
+                })
+                .collect();
             for lang in [Lang::Cuda, Lang::Hip] {
                 let u = renderer(lang)
-                    .render(&programs)
+                    .render(&gpu_programs)
                     .map_err(|e| e.to_string())?;
                 assert_eq!(u.lang, lang);
                 assert!(
@@ -71,6 +88,9 @@ fn render_list(gpu: &mut usize) -> (String, usize) {
                     u.source
                 );
                 assert_eq!(u.kernels, unit.kernels, "{name}");
+                if lang == Lang::Cuda && u.source.contains("blockIdx.x") {
+                    *launched += 1;
+                }
                 *gpu += 1;
             }
             rendered += 1;
@@ -92,7 +112,13 @@ fn render_list(gpu: &mut usize) -> (String, usize) {
 fn c_text_is_unchanged_on_every_corpus_case() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/c_render_hashes.txt");
     let mut gpu = 0;
-    let (got, rendered) = render_list(&mut gpu);
+    let mut launched = 0;
+    let (got, rendered) = render_list(&mut gpu, &mut launched);
+    // Most kernels have an outer loop that becomes a launch index.
+    assert!(
+        launched > rendered / 2,
+        "only {launched} of {rendered} CUDA units use blockIdx"
+    );
     assert!(rendered > 100, "only {rendered} corpus cases rendered");
     assert_eq!(
         gpu,
