@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{Parser, Subcommand, ValueEnum};
 use std::sync::Arc;
 
 use uopkit_conformance::allowances::Allowances;
@@ -115,12 +115,20 @@ enum Command {
     },
     /// Run one case and print its outputs.
     Run { file: PathBuf },
-    /// Compile one case for the CPU and print its schedule and kernels (and the C source).
+    /// Compile one case and print its schedule and kernels (and the rendered source).
     Compile {
         file: PathBuf,
-        /// Also print the rendered C translation unit.
+        /// Also print the rendered C translation unit (the same as `--lang c`).
         #[arg(long)]
         c: bool,
+        /// What the kernels are optimized for: cpu (loops), or gpu (launch indices,
+        /// local-memory reductions, barriers: what the gpusim trials run).
+        #[arg(long, value_enum, default_value = "cpu")]
+        target: TargetArg,
+        /// Also print the unit rendered in this language: c, cuda or hip (cuda/hip print
+        /// the gpu target's kernels).
+        #[arg(long, value_enum)]
+        lang: Option<LangArg>,
     },
     /// Run one case through every stage of the compiler (lowered kernels, after each
     /// rewrite pass, rendered code) and report the first stage, pass, kernel and node whose
@@ -230,7 +238,12 @@ fn real_main() -> ExitCode {
         }
         Command::Cache { clean } => cache(clean),
         Command::Run { file } => run_one(&file),
-        Command::Compile { file, c } => compile(&file, c),
+        Command::Compile {
+            file,
+            c,
+            target,
+            lang,
+        } => compile(&file, if c { Some(LangArg::C) } else { lang }, target),
         Command::Diff { file, backend, run } => diff(&registry, &file, &backend, &run),
         Command::Fuzz {
             backend,
@@ -499,7 +512,32 @@ fn diff(registry: &Registry, file: &Path, backend: &str, run: &RunArgs) -> ExitC
     }
 }
 
-fn compile(file: &Path, show_c: bool) -> ExitCode {
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+enum TargetArg {
+    Cpu,
+    Gpu,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+enum LangArg {
+    C,
+    Cuda,
+    Hip,
+}
+
+fn compile(file: &Path, lang: Option<LangArg>, target: TargetArg) -> ExitCode {
+    use uopkit_compiler::render::{renderer, Lang};
+    use uopkit_compiler::schedule::Target;
+    let lang = lang.map(|l| match l {
+        LangArg::C => Lang::C,
+        LangArg::Cuda => Lang::Cuda,
+        LangArg::Hip => Lang::Hip,
+    });
+    // CUDA and HIP print GPU-style kernels whatever --target says.
+    let target = match (target, lang) {
+        (TargetArg::Gpu, _) | (_, Some(Lang::Cuda | Lang::Hip)) => Target::Gpu,
+        _ => Target::Cpu,
+    };
     let case = match read_case(file) {
         Ok(c) => c,
         Err(e) => return bad_input(e),
@@ -514,7 +552,7 @@ fn compile(file: &Path, show_c: bool) -> ExitCode {
         Err(e) => return bad_input(e.in_file(file)),
     };
     let opts = match uopkit_conformance::backend::schedule_opts_for(&case) {
-        Ok(o) => o,
+        Ok(o) => uopkit_compiler::schedule::ScheduleOpts { target, ..o },
         Err(e) => return bad_input(format!("{}: {e}", file.display())),
     };
     let sched =
@@ -534,8 +572,11 @@ fn compile(file: &Path, show_c: bool) -> ExitCode {
     for p in &programs {
         print!("{p}");
     }
-    if show_c {
-        print!("{}", uopkit_compiler::render::render_c(&programs));
+    if let Some(lang) = lang {
+        match renderer(lang).render(&programs) {
+            Ok(unit) => print!("{}", unit.source),
+            Err(e) => return bad_input(format!("{}: {e}", file.display())),
+        }
     }
     ExitCode::SUCCESS
 }

@@ -359,3 +359,33 @@ fn uninit_false_is_rejected() {
         "says nothing",
     );
 }
+
+/// `compile --lang cuda` prints the GPU-style kernels and their CUDA text: the integer sum
+/// reduces in local memory over threadIdx.x with barriers; `--c` keeps printing plain C
+/// loops (no launch indices).
+#[test]
+fn compile_prints_cuda_for_the_gpu_target() {
+    let case = concat!(env!("CARGO_MANIFEST_DIR"), "/corpus/reduce/add_2d_all.json");
+    let (code, text) = uopkit(&["compile", case, "--lang", "cuda"]);
+    assert_eq!(code, 0, "{text}");
+    for want in [
+        "SPECIAL",
+        "lidx0",
+        "BARRIER",
+        "__global__",
+        "threadIdx.x",
+        "__syncthreads();",
+        "__shared__",
+    ] {
+        assert!(text.contains(want), "no '{want}' in:\n{text}");
+    }
+    let (code, text) = uopkit(&["compile", case, "--c"]);
+    assert_eq!(code, 0, "{text}");
+    assert!(
+        !text.contains("SPECIAL") && !text.contains("threadIdx"),
+        "{text}"
+    );
+    assert!(text.contains("void k_k0(void **args)"), "{text}");
+    let (code, text) = uopkit(&["compile", case, "--lang", "fortran"]);
+    assert_eq!(code, 2, "{text}");
+}
