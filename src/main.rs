@@ -561,14 +561,7 @@ fn compile(file: &Path, lang: Option<LangArg>, target: TargetArg) -> ExitCode {
             Err(e) => return bad_input(format!("{}: {e}", file.display())),
         };
     print!("{sched}");
-    let programs: Vec<_> = sched
-        .steps
-        .iter()
-        .filter_map(|s| match s {
-            uopkit_compiler::schedule::Step::Kernel { program, .. } => Some(program.clone()),
-            _ => None,
-        })
-        .collect();
+    let programs: Vec<_> = sched.programs();
     for p in &programs {
         print!("{p}");
     }

@@ -169,14 +169,7 @@ impl Runner {
                     .expect("copy in");
             }
         }
-        let programs: Vec<_> = s
-            .steps
-            .iter()
-            .filter_map(|st| match st {
-                Step::Kernel { program, .. } => Some(program.clone()),
-                _ => None,
-            })
-            .collect();
+        let programs: Vec<_> = s.programs();
         let unit = Unit::c(&programs);
         let mut compiled = BTreeMap::new();
         for st in &s.steps {

@@ -137,14 +137,7 @@ pub fn run_with_limit(
     }
     // One translation unit per schedule and language (the device says which it compiles),
     // compiled once per device that runs kernels.
-    let programs: Vec<_> = s
-        .steps
-        .iter()
-        .filter_map(|st| match st {
-            Step::Kernel { program, .. } => Some(program.clone()),
-            _ => None,
-        })
-        .collect();
+    let programs: Vec<_> = s.programs();
     let mut units: BTreeMap<Lang, Unit> = BTreeMap::new();
     let mut compiled: BTreeMap<String, Compiled> = BTreeMap::new();
     for st in &s.steps {

@@ -21,10 +21,9 @@ fn c64(p: &mut Program, v: i64) -> InstId {
     p.push(Op::CONST, I64, vec![], KArg::Const(v as u64))
 }
 
-/// out[i] = Σ_j in[i·cols + j] for a rows × cols int32 matrix, written the way the old
-/// lowering wrote it: the accumulator's reset inside the outer loop, before the inner one.
-fn row_sums(rows: i64, cols: i64) -> Program {
-    let params = vec![
+/// out: int32[rows] (written), in: int32[rows·cols].
+fn matrix_params(rows: i64, cols: i64) -> Vec<ParamDecl> {
+    vec![
         ParamDecl {
             dtype: I32,
             size: rows as usize,
@@ -35,8 +34,13 @@ fn row_sums(rows: i64, cols: i64) -> Program {
             size: (rows * cols) as usize,
             written: false,
         },
-    ];
-    let mut p = Program::new("row_sums", params);
+    ]
+}
+
+/// out[i] = Σ_j in[i·cols + j] for a rows × cols int32 matrix, written the way the old
+/// lowering wrote it: the accumulator's reset inside the outer loop, before the inner one.
+fn row_sums(rows: i64, cols: i64) -> Program {
+    let mut p = Program::new("row_sums", matrix_params(rows, cols));
     let out = p.push(Op::PARAM, I32, vec![], KArg::Param(0));
     let inp = p.push(Op::PARAM, I32, vec![], KArg::Param(1));
     let nr = c64(&mut p, rows);
@@ -177,19 +181,7 @@ fn a_value_outside_its_loop_is_an_error() {
 
 /// The same row sums as a kernel graph with a REDUCE node, as the lowering builds it.
 fn reduce_graph(rows: i64, cols: i64) -> KernelGraph {
-    let params = vec![
-        ParamDecl {
-            dtype: I32,
-            size: rows as usize,
-            written: true,
-        },
-        ParamDecl {
-            dtype: I32,
-            size: (rows * cols) as usize,
-            written: false,
-        },
-    ];
-    let mut b = kgraph::Builder::new("reduce", params);
+    let mut b = kgraph::Builder::new("reduce", matrix_params(rows, cols));
     let out = b.push(Op::PARAM, I32, vec![], KArg::Param(0));
     let inp = b.push(Op::PARAM, I32, vec![], KArg::Param(1));
     let nr = b.push(Op::CONST, I64, vec![], KArg::Const(rows as u64));

@@ -214,18 +214,11 @@ fn diff_outputs(case: &Case, oracle: &[&Value], got: &[Option<Value>]) -> String
 }
 
 fn schedule_case(run: &OracleRun, case: &Case, passes: &[RuleSet]) -> Result<Schedule, DiffError> {
-    let roots: Vec<NodeId> = case
-        .outputs
-        .iter()
-        .map(|o| run.loaded.arena(o.node))
-        .collect::<Result<_, _>>()
-        .map_err(|e| DiffError::Case(e.to_string()))?;
-    Ok(pipeline::schedule_with(
-        &run.loaded.graph,
-        &run.verified,
-        &roots,
-        passes,
-    )?)
+    let opts = ScheduleOpts::from_env().map_err(|e| ScheduleError {
+        node: NodeId(0),
+        reason: e.to_string(),
+    })?;
+    schedule_case_opts(run, case, passes, &opts)
 }
 
 /// One stage's verdict.

@@ -10,7 +10,6 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use uopkit_compiler::render::{renderer, Lang};
-use uopkit_compiler::schedule::Step;
 use uopkit_conformance::{backend, corpus, load};
 use uopkit_interp::ir::NodeId;
 
@@ -48,14 +47,7 @@ fn render_list(gpu: &mut usize, launched: &mut usize) -> (String, usize) {
             let opts = backend::schedule_opts_for(&case).map_err(|e| e.to_string())?;
             let s = uopkit_compiler::pipeline::schedule_opts(&loaded.graph, &ver, &roots, &opts)
                 .map_err(|_| "refused by the scheduler".to_string())?;
-            let programs: Vec<_> = s
-                .steps
-                .iter()
-                .filter_map(|st| match st {
-                    Step::Kernel { program, .. } => Some(program.clone()),
-                    _ => None,
-                })
-                .collect();
+            let programs: Vec<_> = s.programs();
             let unit = renderer(Lang::C)
                 .render(&programs)
                 .map_err(|e| e.to_string())?;
@@ -69,14 +61,7 @@ fn render_list(gpu: &mut usize, launched: &mut usize) -> (String, usize) {
             let gs =
                 uopkit_compiler::pipeline::schedule_opts(&loaded.graph, &ver, &roots, &gpu_opts)
                     .map_err(|_| "refused by the scheduler (GPU target)".to_string())?;
-            let gpu_programs: Vec<_> = gs
-                .steps
-                .iter()
-                .filter_map(|st| match st {
-                    Step::Kernel { program, .. } => Some(program.clone()),
-                    _ => None,
-                })
-                .collect();
+            let gpu_programs: Vec<_> = gs.programs();
             for lang in [Lang::Cuda, Lang::Hip] {
                 let u = renderer(lang)
                     .render(&gpu_programs)

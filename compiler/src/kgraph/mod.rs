@@ -157,19 +157,11 @@ impl Ranges {
         let get = |s: &NodeId| self.sets[s.index()].as_ref().expect("sources first");
         let mut set: BTreeSet<NodeId> = BTreeSet::new();
         match n.op {
-            Op::END => {
-                // END(body, range): the body's ranges minus the one it closes.
+            // END(body, range…) and REDUCE(value, range…): the first source's ranges minus
+            // the ones they close (plus whatever the closed ranges' extents depend on).
+            Op::END | Op::REDUCE => {
                 if let Some(b) = n.src.first() {
                     set.extend(get(b));
-                }
-                for r in n.src.iter().skip(1) {
-                    set.remove(r);
-                    set.extend(g.node(*r).src.iter().flat_map(|e| get(e).iter().copied()));
-                }
-            }
-            Op::REDUCE => {
-                if let Some(v) = n.src.first() {
-                    set.extend(get(v));
                 }
                 for r in n.src.iter().skip(1) {
                     set.remove(r);

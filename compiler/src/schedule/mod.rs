@@ -78,6 +78,17 @@ impl Schedule {
             .count()
     }
 
+    /// The kernels' programs, in step order.
+    pub fn programs(&self) -> Vec<uopkit_interp::kernel::Program> {
+        self.steps
+            .iter()
+            .filter_map(|st| match st {
+                Step::Kernel { program, .. } => Some(program.clone()),
+                Step::Copy { .. } => None,
+            })
+            .collect()
+    }
+
     /// (destination device, source device) of every COPY step, in order.
     pub fn copy_pairs(&self) -> Vec<(Device, Device)> {
         self.steps
