@@ -288,3 +288,42 @@ fn a_missing_barrier_is_caught_by_the_interleavings() {
         assert_eq!(run_on_iota(&p, seed).unwrap(), want, "seed {seed}");
     }
 }
+
+/// A read of p0[0] before a store into it, used only by a later store elsewhere: the graph
+/// must keep the read before the overwrite (write-after-read order), so p1[0] gets the old
+/// value (3), not the new one (7).
+#[test]
+fn a_write_never_overtakes_an_earlier_read() {
+    let params = vec![
+        ParamDecl {
+            dtype: I32,
+            size: 1,
+            written: true,
+        },
+        ParamDecl {
+            dtype: I32,
+            size: 1,
+            written: true,
+        },
+    ];
+    let mut p = Program::new("war", params);
+    let p0 = p.push(Op::PARAM, I32, vec![], KArg::Param(0));
+    let zero = c64(&mut p, 0);
+    let a = p.push(Op::INDEX, I32, vec![p0, zero], KArg::None);
+    let old = p.push(Op::LOAD, I32, vec![a], KArg::None);
+    let seven = p.push(Op::CONST, I32, vec![], KArg::Const(7));
+    p.push(Op::STORE, DType::Void, vec![a, seven], KArg::None);
+    let p1 = p.push(Op::PARAM, I32, vec![], KArg::Param(1));
+    let b = p.push(Op::INDEX, I32, vec![p1, zero], KArg::None);
+    p.push(Op::STORE, DType::Void, vec![b, old], KArg::None);
+    let q = linearize(&lift(&p).unwrap()).unwrap();
+    for prog in [&p, &q] {
+        let mut bufs = vec![vec![Elem::Bits(3)], vec![Elem::Bits(0)]];
+        run(prog, &mut bufs, &RunOpts::default()).unwrap();
+        assert_eq!(
+            bufs,
+            vec![vec![Elem::Bits(7)], vec![Elem::Bits(3)]],
+            "{prog}"
+        );
+    }
+}

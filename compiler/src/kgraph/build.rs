@@ -30,6 +30,9 @@ pub struct Builder {
     last: BTreeMap<NodeId, NodeId>,
     /// The buffer each INDEX node addresses.
     index_buf: BTreeMap<NodeId, NodeId>,
+    /// Loads of each written buffer since its last effect: the next effect on the buffer
+    /// comes after them (a write never overtakes an earlier read).
+    reads: BTreeMap<NodeId, Vec<NodeId>>,
     next_tag: u32,
 }
 
@@ -47,6 +50,7 @@ impl Builder {
             written: BTreeSet::new(),
             last: BTreeMap::new(),
             index_buf: BTreeMap::new(),
+            reads: BTreeMap::new(),
             next_tag: 1,
         }
     }
@@ -160,9 +164,53 @@ impl Builder {
                 self.index_buf.insert(id, buf);
                 id
             }
-            Op::STORE => {
+            Op::LOAD => {
                 let id = add(g, op, dtype, src.clone(), arg, 0);
+                if let Some(&buf) = src.first().and_then(|i| self.index_buf.get(i)) {
+                    if self.written.contains(&buf) {
+                        self.reads.entry(buf).or_default().push(id);
+                    }
+                }
+                id
+            }
+            Op::STORE => {
+                let mut src = src;
                 let buf = src.first().and_then(|i| self.index_buf.get(i)).copied();
+                // Reads of the buffer since its last effect that the store does not already
+                // depend on become sources of its address: the store stays after them.
+                if let (Some(b), Some(&at)) = (buf, src.first()) {
+                    let pending = self.reads.remove(&b).unwrap_or_default();
+                    let reached = reaches(&self.graph, &src, &pending);
+                    let needed: Vec<NodeId> = pending
+                        .into_iter()
+                        .filter(|l| !reached.contains(l))
+                        .collect();
+                    if !needed.is_empty() {
+                        let at_node = self.graph.node(at).clone();
+                        let base = at_node.src[0];
+                        let mut deps = if self.graph.node(base).op == Op::AFTER {
+                            self.graph.node(base).src.clone()
+                        } else {
+                            vec![base]
+                        };
+                        deps.extend(needed);
+                        let bdt = self.graph.node(b).dtype;
+                        let after = add(&mut self.graph, Op::AFTER, bdt, deps, KArg::None, 0);
+                        let mut isrc = at_node.src.clone();
+                        isrc[0] = after;
+                        let at2 = add(
+                            &mut self.graph,
+                            Op::INDEX,
+                            at_node.dtype,
+                            isrc,
+                            KArg::None,
+                            0,
+                        );
+                        self.index_buf.insert(at2, b);
+                        src[0] = at2;
+                    }
+                }
+                let id = add(&mut self.graph, op, dtype, src, arg, 0);
                 self.effect(id, buf);
                 id
             }
@@ -176,6 +224,8 @@ impl Builder {
                     .collect::<BTreeSet<_>>()
                     .into_iter()
                     .collect();
+                // …and after every read not yet followed by an effect.
+                s.extend(std::mem::take(&mut self.reads).into_values().flatten());
                 s.extend(self.open_ranges());
                 let tag = self.tag();
                 let id = add(&mut self.graph, op, dtype, s, arg, tag);
@@ -227,6 +277,28 @@ impl Builder {
             sink,
         })
     }
+}
+
+/// Which of `targets` the nodes `from` depend on. Sources have lower ids than their users,
+/// so the search never goes below the smallest target.
+fn reaches(g: &Graph, from: &[NodeId], targets: &[NodeId]) -> BTreeSet<NodeId> {
+    let Some(&floor) = targets.iter().min() else {
+        return BTreeSet::new();
+    };
+    let want: BTreeSet<NodeId> = targets.iter().copied().collect();
+    let mut found = BTreeSet::new();
+    let mut seen = BTreeSet::new();
+    let mut stack: Vec<NodeId> = from.to_vec();
+    while let Some(n) = stack.pop() {
+        if n < floor || !seen.insert(n) {
+            continue;
+        }
+        if want.contains(&n) {
+            found.insert(n);
+        }
+        stack.extend(g.node(n).src.iter().copied());
+    }
+    found
 }
 
 /// A linear program as a kernel graph (the inverse of linearizing, up to placement:

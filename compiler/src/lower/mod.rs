@@ -387,7 +387,12 @@ impl Lowerer<'_> {
         let red_shape = in_shape[..axes].to_vec();
         let red_n: usize = red_shape.iter().product();
         // The leaves, in order, as the oracle's recursion makes them.
+        // Stops once there are more than MAX_LEAVES (checked below): a huge reduction
+        // with small leaves must not be materialized first.
         fn split(lo: usize, hi: usize, leaf: usize, out: &mut Vec<(usize, usize)>) {
+            if out.len() > MAX_LEAVES {
+                return;
+            }
             if hi - lo <= leaf {
                 out.push((lo, hi));
             } else {
@@ -402,8 +407,7 @@ impl Lowerer<'_> {
             return Err(self.err(
                 n,
                 format!(
-                    "a tree order with {} leaves (more than {MAX_LEAVES}) is not lowered",
-                    leaves.len()
+                    "a tree order over {red_n} elements in leaves of {leaf} has more than {MAX_LEAVES} leaves: not lowered"
                 ),
             ));
         }

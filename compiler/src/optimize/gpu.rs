@@ -99,6 +99,11 @@ fn range_to_gidx(g: &mut Graph, _c: &Captures, id: NodeId) -> Option<NodeId> {
         0,
     );
     let body = substitute(g, body, &BTreeMap::from([(range, sp)]));
+    // A loop whose body ignores its variable is not a launch dimension (and a dimension
+    // nothing reaches could not be counted).
+    if !g.reachable(&[body]).contains(&sp) {
+        return None;
+    }
     Some(add(g, Op::SINK, DType::Void, vec![body], KArg::None, 0))
 }
 
@@ -245,7 +250,10 @@ fn store_once(g: &mut Graph, _c: &Captures, id: NodeId) -> Option<NodeId> {
         return None;
     }
     let lidx = reaches_lidx(g, v)?;
-    if reaches_lidx(g, at).is_some() {
+    // The address itself (not the effects its buffer waits for) must be the same for every
+    // work item.
+    let idx = *g.node(at).src.get(1)?;
+    if reaches_lidx(g, idx).is_some() {
         return None;
     }
     let zero = i64c(g, 0);
