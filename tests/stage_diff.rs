@@ -76,3 +76,40 @@ fn diff_names_the_pass_of_a_wrong_rule() {
         "the report pins the kernel and node: {first}"
     );
 }
+
+/// Σ arange(16) as int32 = 120 (hand-derived): an order-free sum, which the GPU target
+/// reduces in local memory over 8 work items.
+const INT_SUM: &str = r#"{
+  "format": "uopkit-case/1",
+  "description": "sum of arange(16) int32; hand-derived 120",
+  "graph": [
+    {"id": 0, "op": "BUFFER", "dtype": "int32", "arg": {"device": "CPU:0", "size": 16, "slot": 0}},
+    {"id": 1, "op": "REDUCE", "dtype": "int32", "src": [0], "arg": ["ADD", 1]}
+  ],
+  "inputs": {"0": {"arange": {"start": 0, "step": 1}}},
+  "outputs": [{"name": "s", "node": 1, "shape": [], "expect": [120]}]
+}"#;
+
+#[test]
+fn diff_names_the_gpu_pass_and_rule_of_a_missing_barrier() {
+    let case = load::parse_case(INT_SUM).expect("the case parses");
+    let clean = diff(&case).expect("diff runs");
+    assert!(clean.agrees(), "{:?}", clean.first);
+    faults::set_active(&["fault_gpu_barrier_drop"]);
+    let report = diff(&case);
+    faults::set_active(&[]);
+    let report = report.expect("diff runs");
+    let first = report.first.expect("the missing barrier is found");
+    assert!(
+        first.starts_with(
+            "first difference at stage 'gpusim: after pass 'gpu_local_reduce'', kernel pass 'gpu_local_reduce' (culprit rule: reduce_to_local_tree)"
+        ),
+        "{first}"
+    );
+    // The CPU-style stages are not touched by the fault.
+    assert!(report
+        .stages
+        .iter()
+        .filter(|s| s.stage.starts_with("kernels:"))
+        .all(|s| s.difference.is_none()));
+}

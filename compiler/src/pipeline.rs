@@ -87,8 +87,13 @@ pub fn lower_plan(
                     node: spec.value,
                     reason,
                 };
-                crate::optimize::optimize_for(&mut kg, opts.target, opts.kernel_passes)
-                    .map_err(|e| fail(e.to_string()))?;
+                crate::optimize::optimize_for(
+                    &mut kg,
+                    opts.target,
+                    opts.kernel_passes,
+                    &opts.disabled_rules,
+                )
+                .map_err(|e| fail(e.to_string()))?;
                 let program = crate::linearize::linearize(&kg).map_err(|e| fail(e.to_string()))?;
                 Step::Kernel {
                     device: spec.device,

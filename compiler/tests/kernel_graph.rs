@@ -212,7 +212,7 @@ fn a_reduce_must_be_expanded_before_linearizing() {
 #[test]
 fn cpu_passes_expand_the_reduce_into_an_accumulator() {
     let mut k = reduce_graph(4, 6);
-    let applied = optimize::optimize_for(&mut k, Target::Cpu, None).unwrap();
+    let applied = optimize::optimize_for(&mut k, Target::Cpu, None, &[]).unwrap();
     let names: Vec<&str> = applied.iter().map(|a| a.pass).collect();
     assert_eq!(names, ["expand_reduce"]);
     assert_eq!(applied[0].hits, BTreeMap::from([("reduce_to_acc", 1)]));
@@ -224,7 +224,7 @@ fn cpu_passes_expand_the_reduce_into_an_accumulator() {
 fn gpu_passes_launch_the_rows_and_reduce_in_local_memory() {
     for (rows, cols) in [(3, 5), (2, 8), (1, 20), (4, 1)] {
         let mut k = reduce_graph(rows, cols);
-        let applied = optimize::optimize_for(&mut k, Target::Gpu, None).unwrap();
+        let applied = optimize::optimize_for(&mut k, Target::Gpu, None, &[]).unwrap();
         let hits: BTreeMap<&str, usize> = applied
             .iter()
             .flat_map(|a| a.hits.iter().map(|(k, v)| (*k, *v)))
@@ -260,7 +260,7 @@ fn gpu_passes_launch_the_rows_and_reduce_in_local_memory() {
 #[test]
 fn a_missing_barrier_is_caught_by_the_interleavings() {
     let mut k = reduce_graph(2, 16);
-    optimize::optimize_for(&mut k, Target::Gpu, None).unwrap();
+    optimize::optimize_for(&mut k, Target::Gpu, None, &[]).unwrap();
     let p = linearize(&k).unwrap();
     let first = p
         .insts

@@ -207,7 +207,11 @@ fn reduce_to_local(g: &mut Graph, _c: &Captures, id: NodeId) -> Option<NodeId> {
     );
     let at = alu(g, Op::INDEX, dt, vec![lb, lidx]);
     let st = add(g, Op::STORE, DType::Void, vec![at, partial], KArg::None, 0);
-    let mut bar = add(g, Op::BARRIER, DType::Void, vec![st], KArg::None, 0);
+    let mut bar = if crate::rewrite::faults::is_active("fault_gpu_barrier_drop") {
+        st // WRONG on purpose (test-only fault): no barrier before the tree reads.
+    } else {
+        add(g, Op::BARRIER, DType::Void, vec![st], KArg::None, 0)
+    };
     let mut s = l / 2;
     while s >= 1 {
         let a = alu(g, Op::AFTER, dt, vec![lb, bar]);

@@ -110,15 +110,29 @@ pub fn optimize(k: &mut KernelGraph, passes: &[Pass]) -> Result<Vec<Applied>, Op
     passes.iter().map(|p| apply(k, p)).collect()
 }
 
-/// Runs the first `limit` (all when None) of `target`'s passes, then the [`finishing`] ones.
+/// Runs the first `limit` (all when None) of `target`'s passes without the rules named in
+/// `disabled`, then the [`finishing`] ones.
 pub fn optimize_for(
     k: &mut KernelGraph,
     target: Target,
     limit: Option<usize>,
+    disabled: &[String],
 ) -> Result<Vec<Applied>, OptimizeError> {
     let mut list = passes(target);
     if let Some(n) = limit {
         list.truncate(n);
+    }
+    if !disabled.is_empty() {
+        for p in &mut list {
+            let kept: Vec<_> = p
+                .rules
+                .rules()
+                .iter()
+                .filter(|r| !disabled.iter().any(|d| d == r.name))
+                .cloned()
+                .collect();
+            p.rules = RuleSet::new(p.rules.name, kept);
+        }
     }
     list.extend(finishing());
     optimize(k, &list)

@@ -5,8 +5,23 @@
 
 use super::engine::Rule;
 
-/// The names of the faults that exist.
-pub const FAULTS: &[&str] = &["fault_mod_drop"];
+/// The names of the faults that exist: rules injected into the `symbolic` pass
+/// ([`active_rules`]), and `fault_gpu_barrier_drop`, which makes the GPU local reduction
+/// (`optimize::gpu`) leave out the barrier after the partial sums ([`is_active`]).
+pub const FAULTS: &[&str] = &["fault_mod_drop", "fault_gpu_barrier_drop"];
+
+/// Whether the named fault is on for this thread.
+pub fn is_active(name: &str) -> bool {
+    #[cfg(feature = "fault-injection")]
+    {
+        active::ACTIVE.with(|a| a.borrow().contains(&name))
+    }
+    #[cfg(not(feature = "fault-injection"))]
+    {
+        let _ = name;
+        false
+    }
+}
 
 #[cfg(feature = "fault-injection")]
 mod active {

@@ -287,6 +287,8 @@ pub struct ScheduleOpts {
     /// Run only the first n of the target's optimization passes (`uopkit diff` bisects with
     /// it); None: all of them.
     pub kernel_passes: Option<usize>,
+    /// Rules of the kernel passes to leave out (`uopkit diff` looks for a culprit rule so).
+    pub disabled_rules: Vec<String>,
 }
 
 impl ScheduleOpts {
@@ -309,6 +311,7 @@ impl ScheduleOpts {
             allreduce,
             target: Target::Cpu,
             kernel_passes: None,
+            disabled_rules: vec![],
         })
     }
 }
