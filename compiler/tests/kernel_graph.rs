@@ -193,7 +193,13 @@ fn reduce_graph(rows: i64, cols: i64) -> KernelGraph {
     let at = b.push(Op::INDEX, I32, vec![inp, flat], KArg::None);
     let x = b.push(Op::LOAD, I32, vec![at], KArg::None);
     b.push(Op::END, DType::Void, vec![j], KArg::None);
-    let sum = b.reduce(Op::ADD, I32, x, &[j]);
+    let sum = b.reduce(
+        Op::ADD,
+        I32,
+        x,
+        &[j],
+        uopkit_interp::ir::ReduceOrder::Sequential,
+    );
     let o = b.push(Op::INDEX, I32, vec![out, i], KArg::None);
     b.push(Op::STORE, DType::Void, vec![o, sum], KArg::None);
     b.push(Op::END, DType::Void, vec![i], KArg::None);

@@ -237,9 +237,16 @@ impl Builder {
         }
     }
 
-    /// A REDUCE node: `value` folded with `op` over `ranges` (which it closes; their loops'
+    /// A REDUCE node: `value` folded with `op` over `ranges` in `order` (which it closes; their loops'
     /// scopes must be closed by the caller, without effects in them).
-    pub fn reduce(&mut self, op: Op, dtype: DType, value: NodeId, ranges: &[NodeId]) -> NodeId {
+    pub fn reduce(
+        &mut self,
+        op: Op,
+        dtype: DType,
+        value: NodeId,
+        ranges: &[NodeId],
+        order: uopkit_interp::ir::ReduceOrder,
+    ) -> NodeId {
         let mut s = vec![value];
         s.extend_from_slice(ranges);
         self.graph.add(uopkit_interp::ir::Node {
@@ -249,7 +256,7 @@ impl Builder {
             arg: uopkit_interp::ir::Arg::Reduce {
                 op,
                 axes: ranges.len(),
-                order: uopkit_interp::ir::ReduceOrder::Sequential,
+                order,
             },
         })
     }

@@ -246,3 +246,24 @@ pub fn const_int(g: &Graph, id: NodeId) -> Option<i128> {
         _ => None,
     }
 }
+
+/// The most leaves a `tree(leaf)` reduction is expanded into.
+pub const MAX_TREE_LEAVES: usize = 4096;
+
+/// The leaves of the oracle's pairwise order over `n` elements: halves (the first ⌊n/2⌋)
+/// down to at most `leaf` elements, in order; None when there would be more than `max`.
+pub fn tree_leaves(n: usize, leaf: usize, max: usize) -> Option<Vec<(usize, usize)>> {
+    fn split(lo: usize, hi: usize, leaf: usize, max: usize, out: &mut Vec<(usize, usize)>) -> bool {
+        if out.len() > max {
+            return false;
+        }
+        if hi - lo <= leaf {
+            out.push((lo, hi));
+            return out.len() <= max;
+        }
+        let mid = lo + (hi - lo) / 2;
+        split(lo, mid, leaf, max, out) && split(mid, hi, leaf, max, out)
+    }
+    let mut out = vec![];
+    split(0, n, leaf.max(1), max, &mut out).then_some(out)
+}

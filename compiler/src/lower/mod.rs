@@ -10,11 +10,10 @@ pub mod index;
 
 use std::collections::BTreeMap;
 
-use uopkit_interp::eval::reduce_identity;
 use uopkit_interp::ir::{Arg, DType, Graph, NodeId, Op, ReduceOrder};
 use uopkit_interp::kernel::{KArg, ParamDecl};
 
-use crate::kgraph::{Builder, KernelGraph};
+use crate::kgraph::{tree_leaves, Builder, KernelGraph, MAX_TREE_LEAVES};
 use uopkit_interp::verify::Verified;
 
 use crate::rewrite::RuleSet;
@@ -316,7 +315,7 @@ impl Lowerer<'_> {
                         }
                     }
                 }
-                Op::REDUCE => self.reduce(n, idx, valid)?,
+                Op::REDUCE => self.reduce_node(n, idx, valid)?,
                 op => {
                     return Err(self.err(
                         n,
@@ -367,166 +366,10 @@ impl Lowerer<'_> {
         })
     }
 
-    /// A reduction in a declared pairwise order: the element range splits in halves down to
-    /// leaves of at most `leaf` elements; each leaf is a sequential fold from the identity
-    /// (a loop over the flat reduced index), and the leaves combine in the tree's shape
-    /// (straight-line code, so the tree is static and bounded).
-    fn reduce_tree(
-        &mut self,
-        n: NodeId,
-        idx: &[NodeId],
-        valid: Option<NodeId>,
-        leaf: usize,
-    ) -> Result<KNode, LowerError> {
-        const MAX_LEAVES: usize = 4096;
-        let node = self.g.node(n).clone();
-        let Arg::Reduce { op, axes, .. } = node.arg else {
-            return Err(self.err(n, "REDUCE without an op"));
-        };
-        let in_shape = self.ver.info(node.src[0]).shape.clone();
-        let red_shape = in_shape[..axes].to_vec();
-        let red_n: usize = red_shape.iter().product();
-        // The leaves, in order, as the oracle's recursion makes them.
-        // Stops once there are more than MAX_LEAVES (checked below): a huge reduction
-        // with small leaves must not be materialized first.
-        fn split(lo: usize, hi: usize, leaf: usize, out: &mut Vec<(usize, usize)>) {
-            if out.len() > MAX_LEAVES {
-                return;
-            }
-            if hi - lo <= leaf {
-                out.push((lo, hi));
-            } else {
-                let mid = lo + (hi - lo) / 2;
-                split(lo, mid, leaf, out);
-                split(mid, hi, leaf, out);
-            }
-        }
-        let mut leaves = vec![];
-        split(0, red_n, leaf, &mut leaves);
-        if leaves.len() > MAX_LEAVES {
-            return Err(self.err(
-                n,
-                format!(
-                    "a tree order over {red_n} elements in leaves of {leaf} has more than {MAX_LEAVES} leaves: not lowered"
-                ),
-            ));
-        }
-        let dt = node.dtype;
-        let acc = self
-            .kb
-            .push(Op::BUFFER, dt, vec![], KArg::Reg(leaves.len()));
-        let identity = self.konst(dt, reduce_identity(op, dt));
-        let strides: Vec<usize> = (0..red_shape.len())
-            .map(|d| red_shape[d + 1..].iter().product())
-            .collect();
-        for (j, &(lo, hi)) in leaves.iter().enumerate() {
-            let slot = self.konst(DType::Int64, j as u64);
-            let at = self.kb.push(Op::INDEX, dt, vec![acc, slot], KArg::None);
-            self.kb
-                .push(Op::STORE, DType::Void, vec![at, identity], KArg::None);
-            let vars = self.open_loops(&[hi - lo]);
-            // r = lo + v, unflattened into the reduced axes.
-            let start = self.ix.konst(DType::Int64, lo as u64);
-            let r = self.ix.add_i(start, vars[0]);
-            let mut full: Vec<NodeId> = vec![];
-            for (d, &st) in strides.iter().enumerate() {
-                let q = self.ix.div_i(r, st as i64);
-                full.push(if d == 0 {
-                    q
-                } else {
-                    self.ix.mod_i(q, red_shape[d] as i64)
-                });
-            }
-            full.extend_from_slice(idx);
-            let x = self.value(node.src[0], &full, valid)?;
-            let slot_in = self.konst(DType::Int64, j as u64);
-            let at_in = self.kb.push(Op::INDEX, dt, vec![acc, slot_in], KArg::None);
-            let cur = self.kb.push(Op::LOAD, dt, vec![at_in], KArg::None);
-            let next = self.kb.push(op, dt, vec![cur, x], KArg::None);
-            self.kb
-                .push(Op::STORE, DType::Void, vec![at_in, next], KArg::None);
-            self.close_loops(&vars);
-        }
-        // Combine in the tree's shape: T(lo, hi) = T(lo, mid) op T(mid, hi). The leaves come
-        // in the same order as `split` made them, so leaf j is accumulator j.
-        fn combine(
-            l: &mut Lowerer<'_>,
-            (op, dt, acc): (Op, DType, KNode),
-            range: (usize, usize),
-            leaf: usize,
-            next: &mut usize,
-        ) -> KNode {
-            let (lo, hi) = range;
-            if hi - lo <= leaf {
-                let slot = l.konst(DType::Int64, *next as u64);
-                *next += 1;
-                let at = l.kb.push(Op::INDEX, dt, vec![acc, slot], KArg::None);
-                return l.kb.push(Op::LOAD, dt, vec![at], KArg::None);
-            }
-            let mid = lo + (hi - lo) / 2;
-            let a = combine(l, (op, dt, acc), (lo, mid), leaf, next);
-            let b = combine(l, (op, dt, acc), (mid, hi), leaf, next);
-            l.kb.push(op, dt, vec![a, b], KArg::None)
-        }
-        let mut next = 0;
-        Ok(combine(self, (op, dt, acc), (0, red_n), leaf, &mut next))
-    }
-
-    /// A sequential reduction as a kernel-level REDUCE node over the reduced axes' loops
-    /// (the `expand_reduce` pass turns it into an accumulator; a GPU pass may split it).
+    /// A reduction as a kernel-level REDUCE node over the reduced axes' loops, with its
+    /// declared order (the `expand_reduce` pass turns it into accumulators in that order; a
+    /// GPU pass may split an order-free one over work items).
     fn reduce_node(
-        &mut self,
-        n: NodeId,
-        idx: &[NodeId],
-        valid: Option<NodeId>,
-    ) -> Result<KNode, LowerError> {
-        let node = self.g.node(n).clone();
-        let Arg::Reduce { op, axes, .. } = node.arg else {
-            return Err(self.err(n, "REDUCE without an op"));
-        };
-        let in_shape = self.ver.info(node.src[0]).shape.clone();
-        let vars = self.open_loops(&in_shape[..axes]);
-        let full: Vec<NodeId> = vars.iter().chain(idx).copied().collect();
-        let x = self.value(node.src[0], &full, valid)?;
-        if self.kb.scope_has_effects() {
-            return Err(self.err(n, "a sequential REDUCE's value has effects"));
-        }
-        let ranges: Vec<KNode> = vars
-            .iter()
-            .filter_map(|&v| self.ix.range_axis(v))
-            .filter_map(|a| self.ranges.get(&a).copied())
-            .collect();
-        let r = self.kb.reduce(op, node.dtype, x, &ranges);
-        self.close_loops(&vars);
-        Ok(r)
-    }
-
-    /// Whether the fused expression under `n` holds a REDUCE with a declared (non-sequential)
-    /// order: those are lowered to accumulators directly, which are effects.
-    fn has_ordered_reduce(&self, n: NodeId) -> bool {
-        let mut stack = vec![n];
-        let mut seen = std::collections::BTreeSet::new();
-        while let Some(m) = stack.pop() {
-            if !seen.insert(m) || self.spec.leaves.contains_key(&m) {
-                continue;
-            }
-            let node = self.g.node(m);
-            if let Arg::Reduce { order, .. } = &node.arg {
-                if *order != ReduceOrder::Sequential {
-                    return true;
-                }
-            }
-            stack.extend(node.src.iter().copied());
-        }
-        false
-    }
-
-    /// A reduction: register accumulators set to the identity, one loop per reduced axis
-    /// (row-major, so the fold order is the oracle's), acc = op(acc, x). A declared
-    /// `split(k)` order keeps k accumulators (element r goes to r mod k), `chunks(k)` keeps
-    /// one per contiguous block (r / ⌈n/k⌉); either way they are combined left to right,
-    /// exactly as the oracle replays it. `tree` goes to [`Self::reduce_tree`].
-    fn reduce(
         &mut self,
         n: NodeId,
         idx: &[NodeId],
@@ -541,76 +384,31 @@ impl Lowerer<'_> {
         else {
             return Err(self.err(n, "REDUCE without an op"));
         };
-        let red_n: usize = self.ver.info(node.src[0]).shape[..axes].iter().product();
-        if *order == ReduceOrder::Sequential && !self.has_ordered_reduce(node.src[0]) {
-            return self.reduce_node(n, idx, valid);
-        }
-        // k accumulators; element r of the reduced axes (row-major) goes to slot(r).
-        let (k, chunk) = match *order {
-            ReduceOrder::Sequential => (1, None),
-            ReduceOrder::Split(k) => (k.max(1), None),
-            // k contiguous blocks of ceil(n/k) elements: element r goes to block r / c.
-            ReduceOrder::Chunks(k) => (k.max(1), Some(red_n.div_ceil(k.max(1)).max(1))),
-            ReduceOrder::Tree(leaf) => return self.reduce_tree(n, idx, valid, leaf.max(1)),
-        };
         let in_shape = self.ver.info(node.src[0]).shape.clone();
-        let dt = node.dtype;
-        let acc = self.kb.push(Op::BUFFER, dt, vec![], KArg::Reg(k));
-        let identity = self.konst(dt, reduce_identity(op, dt));
-        // acc[j] = identity for every j.
-        let init = self.open_loops(&[k]);
-        let j = self.emit_index(init[0]);
-        let at = self.kb.push(Op::INDEX, dt, vec![acc, j], KArg::None);
-        self.kb
-            .push(Op::STORE, DType::Void, vec![at, identity], KArg::None);
-        self.close_loops(&init);
-        // The fold: element r of the reduced axes (row-major) goes to accumulator r mod k.
+        if let ReduceOrder::Tree(leaf) = *order {
+            let red_n: usize = in_shape[..axes].iter().product();
+            if tree_leaves(red_n, leaf, MAX_TREE_LEAVES).is_none() {
+                return Err(self.err(
+                    n,
+                    format!(
+                        "a tree order over {red_n} elements in leaves of {leaf} has more than {MAX_TREE_LEAVES} leaves: not lowered"
+                    ),
+                ));
+            }
+        }
         let vars = self.open_loops(&in_shape[..axes]);
         let full: Vec<NodeId> = vars.iter().chain(idx).copied().collect();
         let x = self.value(node.src[0], &full, valid)?;
-        let mut flat = self.ix.konst(DType::Int64, 0);
-        let mut stride = 1i64;
-        for (&v, &d) in vars.iter().zip(&in_shape[..axes]).rev() {
-            let term = self.ix.mul_i(v, stride);
-            flat = self.ix.add_i(flat, term);
-            stride *= d as i64;
+        if self.kb.scope_has_effects() {
+            return Err(self.err(n, "a REDUCE's value has effects"));
         }
-        let slot = match chunk {
-            None => self.ix.mod_i(flat, k as i64),
-            Some(c) => self.ix.div_i(flat, c as i64),
-        };
-        let slot = self.emit_index(slot);
-        let at_in = self.kb.push(Op::INDEX, dt, vec![acc, slot], KArg::None);
-        let cur = self.kb.push(Op::LOAD, dt, vec![at_in], KArg::None);
-        let next = self.kb.push(op, dt, vec![cur, x], KArg::None);
-        self.kb
-            .push(Op::STORE, DType::Void, vec![at_in, next], KArg::None);
+        let ranges: Vec<KNode> = vars
+            .iter()
+            .filter_map(|&v| self.ix.range_axis(v))
+            .filter_map(|a| self.ranges.get(&a).copied())
+            .collect();
+        let r = self.kb.reduce(op, node.dtype, x, &ranges, order.clone());
         self.close_loops(&vars);
-        let zero = self.konst(DType::Int64, 0);
-        if k == 1 {
-            let at_out = self.kb.push(Op::INDEX, dt, vec![acc, zero], KArg::None);
-            return Ok(self.kb.push(Op::LOAD, dt, vec![at_out], KArg::None));
-        }
-        // Combine left to right: out = ((acc[0] op acc[1]) op acc[2]) …
-        let out = self.kb.push(Op::BUFFER, dt, vec![], KArg::Reg(1));
-        let out_at = self.kb.push(Op::INDEX, dt, vec![out, zero], KArg::None);
-        let first_at = self.kb.push(Op::INDEX, dt, vec![acc, zero], KArg::None);
-        let first = self.kb.push(Op::LOAD, dt, vec![first_at], KArg::None);
-        self.kb
-            .push(Op::STORE, DType::Void, vec![out_at, first], KArg::None);
-        let rest = self.open_loops(&[k - 1]);
-        let one = self.ix.konst(DType::Int64, 1);
-        let j = self.ix.add_i(rest[0], one);
-        let j = self.emit_index(j);
-        let part_at = self.kb.push(Op::INDEX, dt, vec![acc, j], KArg::None);
-        let part = self.kb.push(Op::LOAD, dt, vec![part_at], KArg::None);
-        let out_in = self.kb.push(Op::INDEX, dt, vec![out, zero], KArg::None);
-        let cur = self.kb.push(Op::LOAD, dt, vec![out_in], KArg::None);
-        let next = self.kb.push(op, dt, vec![cur, part], KArg::None);
-        self.kb
-            .push(Op::STORE, DType::Void, vec![out_in, next], KArg::None);
-        self.close_loops(&rest);
-        let out_end = self.kb.push(Op::INDEX, dt, vec![out, zero], KArg::None);
-        Ok(self.kb.push(Op::LOAD, dt, vec![out_end], KArg::None))
+        Ok(r)
     }
 }
