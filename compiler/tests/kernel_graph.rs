@@ -333,3 +333,91 @@ fn a_write_never_overtakes_an_earlier_read() {
         );
     }
 }
+
+/// A float32 sum declared `split(4)` over 10 elements: on the GPU target item l of 4 is
+/// the oracle's accumulator l (elements l, l+4, l+8), the partials go through local memory,
+/// and the combine is left to right. Values chosen so that the order shows in the bits:
+/// 1e8 and 1 do not commute under float32 rounding. Expected by hand from the split order:
+/// acc0 = x0+x4+x8, acc1 = x1+x5+x9, acc2 = x2+x6, acc3 = x3+x7, then ((acc0+acc1)+acc2)+acc3.
+#[test]
+fn a_declared_split_runs_on_work_items_in_the_oracles_order() {
+    let xs: [f32; 10] = [1e8, 1.0, -1e8, 1.0, 1.0, 0.5, 1.0, 3.0, -1.0, 0.25];
+    let acc = [
+        xs[0] + xs[4] + xs[8],
+        xs[1] + xs[5] + xs[9],
+        xs[2] + xs[6],
+        xs[3] + xs[7],
+    ];
+    let want = ((acc[0] + acc[1]) + acc[2]) + acc[3];
+    let f32t = DType::Float32;
+    let params = vec![
+        ParamDecl {
+            dtype: f32t,
+            size: 1,
+            written: true,
+        },
+        ParamDecl {
+            dtype: f32t,
+            size: 10,
+            written: false,
+        },
+    ];
+    let mut b = kgraph::Builder::new("split", params);
+    let out = b.push(Op::PARAM, f32t, vec![], KArg::Param(0));
+    let inp = b.push(Op::PARAM, f32t, vec![], KArg::Param(1));
+    let n = b.push(Op::CONST, I64, vec![], KArg::Const(10));
+    let j = b.push(Op::RANGE, I64, vec![n], KArg::Axis(0));
+    let at = b.push(Op::INDEX, f32t, vec![inp, j], KArg::None);
+    let x = b.push(Op::LOAD, f32t, vec![at], KArg::None);
+    b.push(Op::END, DType::Void, vec![j], KArg::None);
+    let sum = b.reduce(
+        Op::ADD,
+        f32t,
+        x,
+        &[j],
+        uopkit_interp::ir::ReduceOrder::Split(4),
+    );
+    let zero = b.push(Op::CONST, I64, vec![], KArg::Const(0));
+    let o = b.push(Op::INDEX, f32t, vec![out, zero], KArg::None);
+    b.push(Op::STORE, DType::Void, vec![o, sum], KArg::None);
+    let cpu = b.finish().unwrap();
+    let mut gpu = cpu.clone();
+    let mut cpu = cpu;
+    optimize::optimize_for(&mut cpu, Target::Cpu, None, &[]).unwrap();
+    let applied = optimize::optimize_for(&mut gpu, Target::Gpu, None, &[]).unwrap();
+    assert!(applied
+        .iter()
+        .any(|a| a.hits.get("reduce_to_local_tree") == Some(&1)));
+    let pg = linearize(&gpu).unwrap();
+    assert!(
+        pg.insts
+            .iter()
+            .any(|i| i.arg == KArg::Special("lidx0".into()))
+            && pg.insts.iter().any(|i| i.arg == KArg::Local(4))
+            && pg.insts.iter().any(|i| i.op == Op::BARRIER),
+        "{pg}"
+    );
+    for (p, seeds) in [(linearize(&cpu).unwrap(), 0..1u64), (pg, 0..8u64)] {
+        for seed in seeds {
+            let mut bufs = vec![
+                vec![Elem::Bits(0)],
+                xs.iter()
+                    .map(|v| Elem::Bits(u64::from(v.to_bits())))
+                    .collect(),
+            ];
+            let opts = RunOpts {
+                seed,
+                ..RunOpts::default()
+            };
+            run(&p, &mut bufs, &opts).unwrap();
+            assert_eq!(
+                bufs[0],
+                vec![Elem::Bits(u64::from(want.to_bits()))],
+                "seed {seed}:\n{p}"
+            );
+        }
+    }
+    // A sequential fold of the same values gives other bits: the order is what is tested.
+    let seq = xs.iter().fold(0.0f32, |a, &x| a + x);
+    assert_ne!(seq.to_bits(), want.to_bits());
+}

@@ -7,22 +7,29 @@
 //!   `END(body, RANGE(n))` with a constant extent that fits a grid dimension, the range
 //!   becomes the launch index `gidx{d}` (d = 0, 1, 2, outermost first) and the loop goes.
 //! * `gpu_local_reduce` (bottom-up): a REDUCE at the top level (it needs no loop, so every
-//!   work item of the workgroup reaches its barriers) whose result does not depend on the
-//!   fold order — integer ADD, MUL, MAX, which wrap — is split over the [`LOCAL`] work
-//!   items `lidx0` of the workgroup: item l folds the elements l, l+L, l+2L, … (a REDUCE
-//!   over a new range, expanded later), stores its partial in local memory, and a tree
-//!   `a[l] = a[l] ⊕ a[l+s]` for s = L/2 … 1 (items l < s, a barrier after each level)
-//!   leaves the result in `a[0]`. Floats are left alone: their sum depends on the order and
-//!   the oracle's order is sequential.
+//!   work item of the workgroup reaches its barriers) is split over the work items `lidx0`
+//!   when that cannot change its bits. Item l folds the elements l, l+L, l+2L, … in order (a
+//!   REDUCE over a new range whose trip count depends on l, expanded later) and stores its
+//!   partial in local memory; after a barrier:
+//!   - a fold whose result does not depend on the order — integer ADD, MUL, MAX, which wrap
+//!     (the op table says so) — uses L = [`LOCAL`] items and a tree `a[l] = a[l] ⊕ a[l+s]`
+//!     for s = L/2 … 1 (items l < s, a barrier after each level), leaving the result in a[0];
+//!   - a declared `split(k)` (floats too; k ≤ [`MAX_SPLIT_ITEMS`]) uses L = k items, item l
+//!     being the oracle's accumulator l, and combines a[0] ⊕ a[1] ⊕ … left to right, as the
+//!     oracle does.
+//!   A sequential float fold is left alone (its bits depend on the order the oracle fixes).
+//!   All lidx0 of a kernel have one extent (a second reduction with another L stays
+//!   sequential).
 //! * `gpu_store_once` (same pass): a store into a kernel parameter whose value depends on
 //!   `lidx0` but whose address does not is done by `lidx0 == 0` only.
 
 use std::collections::BTreeMap;
 
 use uopkit_interp::ir::table::reduce_identity;
-use uopkit_interp::ir::{Arg, DType, Graph, KArg, NodeId, Op};
+use uopkit_interp::ir::{Arg, DType, Graph, KArg, NodeId, Op, ReduceOrder};
 
-use crate::kgraph::{add, const_int, konst, substitute, Ranges, PASS_TAG};
+use crate::kgraph::{add, const_int, konst, substitute, Ranges};
+use crate::optimize::reduce::pass_id;
 use crate::rewrite::{Captures, Pat, Rule, RuleSet};
 
 /// Work items per workgroup for a local reduction (a power of two).
@@ -124,13 +131,26 @@ fn alu(g: &mut Graph, op: Op, dt: DType, src: Vec<NodeId>) -> NodeId {
     add(g, op, dt, src, KArg::None, 0)
 }
 
+/// The largest `split(k)` spread over k work items (its combine is straight-line code).
+pub const MAX_SPLIT_ITEMS: usize = 256;
+
 fn reduce_to_local(g: &mut Graph, _c: &Captures, id: NodeId) -> Option<NodeId> {
     let n = g.node(id).clone();
-    let Arg::Reduce { op, .. } = n.arg else {
+    let Arg::Reduce { op, ref order, .. } = n.arg else {
         return None;
     };
     let dt = n.dtype;
-    if !order_free(op, dt) || !Ranges::default().of(g, id).is_empty() {
+    // Order-free folds use a tree over LOCAL items; a declared split(k) uses k items, item l
+    // being accumulator l, combined left to right exactly as the oracle does.
+    let (l, tree) = if order_free(op, dt) {
+        (LOCAL, true)
+    } else {
+        match *order {
+            ReduceOrder::Split(k) if (2..=MAX_SPLIT_ITEMS).contains(&k) => (k as i128, false),
+            _ => return None,
+        }
+    };
+    if !Ranges::default().of(g, id).is_empty() {
         return None;
     }
     let (&x, rs) = n.src.split_first()?;
@@ -138,15 +158,22 @@ fn reduce_to_local(g: &mut Graph, _c: &Captures, id: NodeId) -> Option<NodeId> {
     if reaches_lidx(g, x).is_some() {
         return None;
     }
+    // Every lidx0 of the kernel has one extent.
+    let other_extent = g.ids().any(|m| {
+        special_name(g, m) == Some("lidx0")
+            && g.node(m).src.first().and_then(|&e| const_int(g, e)) != Some(l)
+    });
+    if other_extent {
+        return None;
+    }
     let mut ends = vec![];
     for &r in rs {
         ends.push(const_int(g, *g.node(r).src.first()?)?);
     }
     let total: i128 = ends.iter().try_fold(1i128, |a, &e| a.checked_mul(e))?;
-    if total < 2 || total > i128::from(i64::MAX) {
+    if total > i128::from(i64::MAX) - l || (tree && total < 2) {
         return None;
     }
-    let l = LOCAL;
     let i64t = DType::Int64;
     let lsize = i64c(g, l);
     let lidx = add(
@@ -157,44 +184,48 @@ fn reduce_to_local(g: &mut Graph, _c: &Captures, id: NodeId) -> Option<NodeId> {
         KArg::Special("lidx0".into()),
         0,
     );
-    // Item l folds the flat elements f = q·L + l, q < ⌈total/L⌉, those with f < total.
-    let qn = i64c(g, (total + l - 1) / l);
-    let q = add(g, Op::RANGE, i64t, vec![qn], KArg::Axis(PASS_TAG | id.0), 0);
+    // Item l folds the flat elements f = q·L + l < total: ⌊(total + L − 1 − l) / L⌋ of them.
+    let top = i64c(g, total + l - 1);
+    let rem = alu(g, Op::SUB, i64t, vec![top, lidx]);
     let lc = i64c(g, l);
+    let count = alu(g, Op::CDIV, i64t, vec![rem, lc]);
+    let q = add(
+        g,
+        Op::RANGE,
+        i64t,
+        vec![count],
+        KArg::Axis(pass_id(id, 3)),
+        0,
+    );
     let ql = alu(g, Op::MUL, i64t, vec![q, lc]);
     let f = alu(g, Op::ADD, i64t, vec![ql, lidx]);
-    let tot = i64c(g, total);
-    let valid = alu(g, Op::CMPLT, DType::Bool, vec![f, tot]);
-    let zero = i64c(g, 0);
-    let fc = alu(g, Op::WHERE, i64t, vec![valid, f, zero]);
     // r_k = (f / stride_k) mod end_k, r₀ the most significant.
     let mut map = BTreeMap::new();
     let mut stride: i128 = 1;
     for (k, (&r, &e)) in rs.iter().zip(&ends).enumerate().rev() {
         let sc = i64c(g, stride);
         let mut v = if stride == 1 {
-            fc
+            f
         } else {
-            alu(g, Op::CDIV, i64t, vec![fc, sc])
+            alu(g, Op::CDIV, i64t, vec![f, sc])
         };
         if k > 0 {
             let ec = i64c(g, e);
             v = alu(g, Op::CMOD, i64t, vec![v, ec]);
         }
         map.insert(r, v);
-        stride *= e;
+        stride = stride.checked_mul(e)?;
     }
     let xq = substitute(g, x, &map);
     let identity = konst(g, dt, reduce_identity(op, dt));
-    let xv = alu(g, Op::WHERE, dt, vec![valid, xq, identity]);
     let partial = g.add(uopkit_interp::ir::Node {
         op: Op::REDUCE,
         dtype: dt,
-        src: vec![xv, q],
+        src: vec![xq, q],
         arg: Arg::Reduce {
             op,
             axes: 1,
-            order: uopkit_interp::ir::ReduceOrder::Sequential,
+            order: ReduceOrder::Sequential,
         },
     });
     let lb = add(
@@ -203,15 +234,29 @@ fn reduce_to_local(g: &mut Graph, _c: &Captures, id: NodeId) -> Option<NodeId> {
         dt,
         vec![],
         KArg::Local(l as usize),
-        PASS_TAG | id.0,
+        pass_id(id, 0),
     );
     let at = alu(g, Op::INDEX, dt, vec![lb, lidx]);
     let st = add(g, Op::STORE, DType::Void, vec![at, partial], KArg::None, 0);
     let mut bar = if crate::rewrite::faults::is_active("fault_gpu_barrier_drop") {
-        st // WRONG on purpose (test-only fault): no barrier before the tree reads.
+        st // WRONG on purpose (test-only fault): no barrier before the partials are read.
     } else {
         add(g, Op::BARRIER, DType::Void, vec![st], KArg::None, 0)
     };
+    let zero = i64c(g, 0);
+    if !tree {
+        // a[0] ⊕ a[1] ⊕ … ⊕ a[L−1], left to right, by every item (reads only).
+        let a = alu(g, Op::AFTER, dt, vec![lb, bar]);
+        let i0 = alu(g, Op::INDEX, dt, vec![a, zero]);
+        let mut v = alu(g, Op::LOAD, dt, vec![i0]);
+        for j in 1..l {
+            let jc = i64c(g, j);
+            let ij = alu(g, Op::INDEX, dt, vec![a, jc]);
+            let part = alu(g, Op::LOAD, dt, vec![ij]);
+            v = alu(g, op, dt, vec![v, part]);
+        }
+        return Some(v);
+    }
     let mut s = l / 2;
     while s >= 1 {
         let a = alu(g, Op::AFTER, dt, vec![lb, bar]);
