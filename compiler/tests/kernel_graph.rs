@@ -421,3 +421,116 @@ fn a_declared_split_runs_on_work_items_in_the_oracles_order() {
     let seq = xs.iter().fold(0.0f32, |a, &x| a + x);
     assert_ne!(seq.to_bits(), want.to_bits());
 }
+
+/// A float32 sum over a rows × cols input (both axes reduced) in a declared order, as the
+/// lowering builds it; run on `xs` on the CPU and GPU targets.
+fn ordered_sum(
+    xs: &[f32],
+    rows: i64,
+    cols: i64,
+    order: uopkit_interp::ir::ReduceOrder,
+) -> Vec<u32> {
+    let f32t = DType::Float32;
+    let params = vec![
+        ParamDecl {
+            dtype: f32t,
+            size: 1,
+            written: true,
+        },
+        ParamDecl {
+            dtype: f32t,
+            size: xs.len(),
+            written: false,
+        },
+    ];
+    let mut b = kgraph::Builder::new("ordered", params);
+    let out = b.push(Op::PARAM, f32t, vec![], KArg::Param(0));
+    let inp = b.push(Op::PARAM, f32t, vec![], KArg::Param(1));
+    let nr = b.push(Op::CONST, I64, vec![], KArg::Const(rows as u64));
+    let i = b.push(Op::RANGE, I64, vec![nr], KArg::Axis(0));
+    let nc = b.push(Op::CONST, I64, vec![], KArg::Const(cols as u64));
+    let j = b.push(Op::RANGE, I64, vec![nc], KArg::Axis(1));
+    let row = b.push(Op::MUL, I64, vec![i, nc], KArg::None);
+    let flat = b.push(Op::ADD, I64, vec![row, j], KArg::None);
+    let at = b.push(Op::INDEX, f32t, vec![inp, flat], KArg::None);
+    let x = b.push(Op::LOAD, f32t, vec![at], KArg::None);
+    b.push(Op::END, DType::Void, vec![j], KArg::None);
+    b.push(Op::END, DType::Void, vec![i], KArg::None);
+    let sum = b.reduce(Op::ADD, f32t, x, &[i, j], order);
+    let zero = b.push(Op::CONST, I64, vec![], KArg::Const(0));
+    let o = b.push(Op::INDEX, f32t, vec![out, zero], KArg::None);
+    b.push(Op::STORE, DType::Void, vec![o, sum], KArg::None);
+    let k = b.finish().unwrap();
+    let mut got = vec![];
+    for target in [Target::Cpu, Target::Gpu] {
+        let mut kt = k.clone();
+        optimize::optimize_for(&mut kt, target, None, &[]).unwrap();
+        let p = linearize(&kt).unwrap();
+        for seed in 0..3u64 {
+            let mut bufs = vec![
+                vec![Elem::Bits(0)],
+                xs.iter()
+                    .map(|v| Elem::Bits(u64::from(v.to_bits())))
+                    .collect(),
+            ];
+            let opts = RunOpts {
+                seed,
+                ..RunOpts::default()
+            };
+            run(&p, &mut bufs, &opts).unwrap();
+            match bufs[0][0] {
+                Elem::Bits(b) => got.push(b as u32),
+                _ => panic!("not written:\n{p}"),
+            }
+        }
+    }
+    got
+}
+
+/// The oracle's split(k) / chunks(k) by hand: accumulators from +0.0, element f to
+/// accumulator f mod k (split) or f / ⌈n/k⌉ (chunks), combined left to right from acc 0.
+fn by_hand(xs: &[f32], k: usize, chunks: bool) -> u32 {
+    let mut acc = vec![0.0f32; k];
+    let c = xs.len().div_ceil(k).max(1);
+    for (f, &x) in xs.iter().enumerate() {
+        let slot = if chunks { f / c } else { f % k };
+        acc[slot] += x;
+    }
+    acc[1..].iter().fold(acc[0], |a, &b| a + b).to_bits()
+}
+
+#[test]
+fn split_and_chunks_orders_match_a_hand_fold_on_both_targets() {
+    use uopkit_interp::ir::ReduceOrder::{Chunks, Split};
+    let xs: Vec<f32> = (0..12)
+        .map(|i| [1e8f32, 1.0, -1e8, 0.5, 3.0, -0.25][i % 6] * (1 + i / 6) as f32)
+        .collect();
+    // 3 × 4 elements: two reduced axes; k below, equal to and above n; a large k.
+    for k in [2usize, 3, 5, 12, 13, 1000] {
+        let split = ordered_sum(&xs, 3, 4, Split(k));
+        assert!(
+            split.iter().all(|&b| b == by_hand(&xs, k, false)),
+            "split({k}): {split:?}"
+        );
+        let chunks = ordered_sum(&xs, 3, 4, Chunks(k));
+        assert!(
+            chunks.iter().all(|&b| b == by_hand(&xs, k, true)),
+            "chunks({k}): {chunks:?}"
+        );
+    }
+    // The values make the orders' bits differ, so a wrong order cannot pass.
+    let distinct: std::collections::BTreeSet<u32> = [2usize, 3, 5, 12]
+        .iter()
+        .flat_map(|&k| [by_hand(&xs, k, false), by_hand(&xs, k, true)])
+        .collect();
+    assert!(distinct.len() >= 3, "{distinct:?}");
+    // An empty reduction: every accumulator stays +0.0.
+    for order in [Split(4), Chunks(4)] {
+        assert!(
+            ordered_sum(&[], 0, 4, order.clone())
+                .iter()
+                .all(|&b| b == 0),
+            "{order:?}"
+        );
+    }
+}

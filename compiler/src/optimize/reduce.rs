@@ -153,102 +153,133 @@ impl Red<'_> {
             .try_fold(1i128, |a, &e| a.checked_mul(e))
     }
 
-    /// The flat row-major index of the reduced elements, from the ranges.
-    fn flat(&self, g: &mut Graph) -> Option<NodeId> {
-        let ends = self.ends(g)?;
-        let mut flat = i64c(g, 0);
-        let mut stride: i128 = 1;
-        for (&r, &e) in self.rs.iter().zip(&ends).rev() {
-            let term = if stride == 1 {
-                r
-            } else {
-                let s = i64c(g, stride);
-                alu(g, Op::MUL, DType::Int64, vec![r, s])
-            };
-            flat = alu(g, Op::ADD, DType::Int64, vec![flat, term]);
-            stride = stride.checked_mul(e)?;
-        }
-        Some(flat)
+    /// The element map of the fold over `q` that makes the `j`-th accumulator: the flat
+    /// index f of its q-th element and how many there are. split(k): f = q·k + j, ⌊(n + k − 1
+    /// − j) / k⌋ of them; chunks of c: f = j·c + q, max(0, min(c, n − j·c)) of them.
+    fn part(
+        &self,
+        g: &mut Graph,
+        j: NodeId,
+        k: usize,
+        chunk: Option<i128>,
+        total: i128,
+    ) -> (NodeId, NodeId, NodeId) {
+        let i64t = DType::Int64;
+        let (count, q_axis) = match chunk {
+            None => {
+                let top = i64c(g, total + k as i128 - 1);
+                let rem = alu(g, Op::SUB, i64t, vec![top, j]);
+                let kc = i64c(g, k as i128);
+                (alu(g, Op::CDIV, i64t, vec![rem, kc]), 2)
+            }
+            Some(c) => {
+                let cc = i64c(g, c);
+                let start = alu(g, Op::MUL, i64t, vec![j, cc]);
+                let tot = i64c(g, total);
+                let left = alu(g, Op::SUB, i64t, vec![tot, start]);
+                let short = alu(g, Op::CMPLT, DType::Bool, vec![left, cc]);
+                let m = alu(g, Op::WHERE, i64t, vec![short, left, cc]);
+                let zero = i64c(g, 0);
+                let neg = alu(g, Op::CMPLT, DType::Bool, vec![m, zero]);
+                (alu(g, Op::WHERE, i64t, vec![neg, zero, m]), 2)
+            }
+        };
+        let q = add(
+            g,
+            Op::RANGE,
+            i64t,
+            vec![count],
+            KArg::Axis(pass_id(self.id, q_axis)),
+            0,
+        );
+        let f = match chunk {
+            None => {
+                let kc = i64c(g, k as i128);
+                let qk = alu(g, Op::MUL, i64t, vec![q, kc]);
+                alu(g, Op::ADD, i64t, vec![qk, j])
+            }
+            Some(c) => {
+                let cc = i64c(g, c);
+                let start = alu(g, Op::MUL, i64t, vec![j, cc]);
+                alu(g, Op::ADD, i64t, vec![start, q])
+            }
+        };
+        (f, q, count)
     }
 
-    /// k accumulators; element f goes to f mod k (`chunk` None) or f / chunk; combined left
-    /// to right into one more register.
+    /// x with the reduced ranges replaced by the unflattened flat index `f`
+    /// (r_d = (f / stride_d) mod end_d, r₀ without the mod).
+    fn at_flat(&self, g: &mut Graph, f: NodeId) -> Option<NodeId> {
+        let ends = self.ends(g)?;
+        let mut map = BTreeMap::new();
+        let mut stride: i128 = 1;
+        for (d, (&r, &e)) in self.rs.iter().zip(&ends).enumerate().rev() {
+            let mut q = if stride == 1 {
+                f
+            } else {
+                let sc = i64c(g, stride);
+                alu(g, Op::CDIV, DType::Int64, vec![f, sc])
+            };
+            if d > 0 {
+                let ec = i64c(g, e);
+                q = alu(g, Op::CMOD, DType::Int64, vec![q, ec]);
+            }
+            map.insert(r, q);
+            stride = stride.checked_mul(e)?;
+        }
+        Some(substitute(g, self.x, &map))
+    }
+
+    /// k accumulators (split or chunks), one at a time: for j < k, acc_j is folded from the
+    /// identity over its elements in order (a sequential REDUCE, expanded next) and combined
+    /// at once, out = acc_0 for j = 0 and out ⊕ acc_j after: the oracle's left-to-right
+    /// combine, in two registers whatever k is.
     fn slots(&self, g: &mut Graph, k: usize, chunk: Option<i128>) -> Option<NodeId> {
         let (op, dt) = (self.op, self.dt);
+        let total = self.total(g)?;
+        let i64t = DType::Int64;
         let identity = konst(g, dt, reduce_identity(op, dt));
         let zero = i64c(g, 0);
-        let acc = add(g, Op::BUFFER, dt, vec![], KArg::Reg(k), pass_id(self.id, 0));
-        // acc[j] = identity for every j.
         let kn = i64c(g, k as i128);
         let j = add(
             g,
             Op::RANGE,
-            DType::Int64,
+            i64t,
             vec![kn],
             KArg::Axis(pass_id(self.id, 0)),
             0,
         );
-        let mut pin = self.outer.to_vec();
-        pin.push(j);
-        let a0 = after(g, acc, &pin);
-        let at = alu(g, Op::INDEX, dt, vec![a0, j]);
-        let st = add(g, Op::STORE, DType::Void, vec![at, identity], KArg::None, 0);
-        let init = end_all(g, st, &[j]);
-        // The fold.
-        let flat = self.flat(g)?;
-        let slot = match chunk {
-            None => {
-                let kc = i64c(g, k as i128);
-                alu(g, Op::CMOD, DType::Int64, vec![flat, kc])
-            }
-            Some(c) => {
-                let cc = i64c(g, c);
-                alu(g, Op::CDIV, DType::Int64, vec![flat, cc])
-            }
-        };
-        let mut s = vec![init];
-        s.extend_from_slice(self.rs);
-        let a1 = after(g, acc, &s);
-        let cur = alu(g, Op::INDEX, dt, vec![a1, slot]);
-        let old = alu(g, Op::LOAD, dt, vec![cur]);
-        let next = alu(g, op, dt, vec![old, self.x]);
-        let upd = add(g, Op::STORE, DType::Void, vec![cur, next], KArg::None, 0);
-        let folded = end_all(g, upd, self.rs);
-        // out = acc[0]; out = out ⊕ acc[j + 1] for j < k − 1.
+        let (f, q, _) = self.part(g, j, k, chunk, total);
+        let xf = self.at_flat(g, f)?;
+        let acc_j = g.add(uopkit_interp::ir::Node {
+            op: Op::REDUCE,
+            dtype: dt,
+            src: vec![xf, q],
+            arg: Arg::Reduce {
+                op,
+                axes: 1,
+                order: ReduceOrder::Sequential,
+            },
+        });
         let out = add(g, Op::BUFFER, dt, vec![], KArg::Reg(1), pass_id(self.id, 1));
         let o0 = after(g, out, self.outer);
-        let done = after(g, acc, &[folded]);
-        let first_at = alu(g, Op::INDEX, dt, vec![done, zero]);
-        let first = alu(g, Op::LOAD, dt, vec![first_at]);
-        let out_at = alu(g, Op::INDEX, dt, vec![o0, zero]);
-        let st0 = add(
+        let at0 = alu(g, Op::INDEX, dt, vec![o0, zero]);
+        let init = add(
             g,
             Op::STORE,
             DType::Void,
-            vec![out_at, first],
+            vec![at0, identity],
             KArg::None,
             0,
         );
-        let rest = i64c(g, k as i128 - 1);
-        let j2 = add(
-            g,
-            Op::RANGE,
-            DType::Int64,
-            vec![rest],
-            KArg::Axis(pass_id(self.id, 1)),
-            0,
-        );
-        let one = i64c(g, 1);
-        let jn = alu(g, Op::ADD, DType::Int64, vec![j2, one]);
-        let done2 = after(g, acc, &[folded, j2]);
-        let part_at = alu(g, Op::INDEX, dt, vec![done2, jn]);
-        let part = alu(g, Op::LOAD, dt, vec![part_at]);
-        let o1 = after(g, out, &[st0, j2]);
-        let cur2 = alu(g, Op::INDEX, dt, vec![o1, zero]);
-        let old2 = alu(g, Op::LOAD, dt, vec![cur2]);
-        let next2 = alu(g, op, dt, vec![old2, part]);
-        let upd2 = add(g, Op::STORE, DType::Void, vec![cur2, next2], KArg::None, 0);
-        let combined = end_all(g, upd2, &[j2]);
+        let o1 = after(g, out, &[init, j]);
+        let cur = alu(g, Op::INDEX, dt, vec![o1, zero]);
+        let old = alu(g, Op::LOAD, dt, vec![cur]);
+        let both = alu(g, op, dt, vec![old, acc_j]);
+        let first = alu(g, Op::CMPEQ, DType::Bool, vec![j, zero]);
+        let next = alu(g, Op::WHERE, dt, vec![first, acc_j, both]);
+        let upd = add(g, Op::STORE, DType::Void, vec![cur, next], KArg::None, 0);
+        let combined = end_all(g, upd, &[j]);
         let fin = after(g, out, &[combined]);
         let fin_at = alu(g, Op::INDEX, dt, vec![fin, zero]);
         Some(alu(g, Op::LOAD, dt, vec![fin_at]))
@@ -258,7 +289,6 @@ impl Red<'_> {
     /// the leaves combine as T(lo, hi) = T(lo, mid) ⊕ T(mid, hi).
     fn tree(&self, g: &mut Graph, leaf: usize) -> Option<NodeId> {
         let (op, dt) = (self.op, self.dt);
-        let ends = self.ends(g)?;
         let total = usize::try_from(self.total(g)?).ok()?;
         let leaves = tree_leaves(total, leaf, MAX_TREE_LEAVES)?;
         let identity = konst(g, dt, reduce_identity(op, dt));
@@ -294,24 +324,7 @@ impl Red<'_> {
             );
             let start = i64c(g, lo as i128);
             let f = alu(g, Op::ADD, DType::Int64, vec![start, v]);
-            // r_d = (f / stride_d) mod end_d, r₀ without the mod.
-            let mut map = BTreeMap::new();
-            let mut stride: i128 = 1;
-            for (d, (&r, &e)) in self.rs.iter().zip(&ends).enumerate().rev() {
-                let mut q = if stride == 1 {
-                    f
-                } else {
-                    let sc = i64c(g, stride);
-                    alu(g, Op::CDIV, DType::Int64, vec![f, sc])
-                };
-                if d > 0 {
-                    let ec = i64c(g, e);
-                    q = alu(g, Op::CMOD, DType::Int64, vec![q, ec]);
-                }
-                map.insert(r, q);
-                stride = stride.checked_mul(e)?;
-            }
-            let xj = substitute(g, self.x, &map);
+            let xj = self.at_flat(g, f)?;
             let a1 = after(g, acc, &[init, v]);
             let cur = alu(g, Op::INDEX, dt, vec![a1, slot]);
             let old = alu(g, Op::LOAD, dt, vec![cur]);
