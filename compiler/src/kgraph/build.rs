@@ -247,18 +247,7 @@ impl Builder {
         ranges: &[NodeId],
         order: uopkit_interp::ir::ReduceOrder,
     ) -> NodeId {
-        let mut s = vec![value];
-        s.extend_from_slice(ranges);
-        self.graph.add(uopkit_interp::ir::Node {
-            op: Op::REDUCE,
-            dtype,
-            src: s,
-            arg: uopkit_interp::ir::Arg::Reduce {
-                op,
-                axes: ranges.len(),
-                order,
-            },
-        })
+        super::reduce(&mut self.graph, op, dtype, value, ranges, order)
     }
 
     /// The kernel graph: a SINK of the top-level effects. Loops still open are an error.

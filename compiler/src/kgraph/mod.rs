@@ -267,3 +267,64 @@ pub fn tree_leaves(n: usize, leaf: usize, max: usize) -> Option<Vec<(usize, usiz
     let mut out = vec![];
     split(0, n, leaf.max(1), max, &mut out).then_some(out)
 }
+
+/// An int64 CONST.
+pub fn i64c(g: &mut Graph, v: i128) -> NodeId {
+    konst(g, DType::Int64, v as i64 as u64)
+}
+
+/// An ALU node (or any node without an argument).
+pub fn alu(g: &mut Graph, op: Op, dt: DType, src: Vec<NodeId>) -> NodeId {
+    add(g, op, dt, src, KArg::None, 0)
+}
+
+/// A REDUCE node: `value` folded with `op` over `ranges` (which it closes) in `order`.
+pub fn reduce(
+    g: &mut Graph,
+    op: Op,
+    dtype: DType,
+    value: NodeId,
+    ranges: &[NodeId],
+    order: uopkit_interp::ir::ReduceOrder,
+) -> NodeId {
+    let mut src = vec![value];
+    src.extend_from_slice(ranges);
+    g.add(Node {
+        op: Op::REDUCE,
+        dtype,
+        src,
+        arg: Arg::Reduce {
+            op,
+            axes: ranges.len(),
+            order,
+        },
+    })
+}
+
+/// `x` with the ranges `rs` (extents `ends`, row-major, r₀ the most significant) replaced
+/// by the unflattened flat index `f`: r_d = (f / stride_d) mod end_d, r₀ without the mod.
+pub fn at_flat(
+    g: &mut Graph,
+    x: NodeId,
+    rs: &[NodeId],
+    ends: &[i128],
+    f: NodeId,
+) -> Option<NodeId> {
+    let mut map = std::collections::BTreeMap::new();
+    let mut stride: i128 = 1;
+    for (d, (&r, &e)) in rs.iter().zip(ends).enumerate().rev() {
+        let mut q = if stride == 1 {
+            f
+        } else {
+            let sc = i64c(g, stride);
+            alu(g, Op::CDIV, DType::Int64, vec![f, sc])
+        };
+        if d > 0 {
+            let ec = i64c(g, e);
+            q = alu(g, Op::CMOD, DType::Int64, vec![q, ec]);
+        }
+        map.insert(r, q);
+        stride = stride.checked_mul(e)?;
+    }
+    Some(substitute(g, x, &map))
+}

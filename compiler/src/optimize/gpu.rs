@@ -28,7 +28,7 @@ use std::collections::BTreeMap;
 use uopkit_interp::ir::table::reduce_identity;
 use uopkit_interp::ir::{Arg, DType, Graph, KArg, NodeId, Op, ReduceOrder};
 
-use crate::kgraph::{add, const_int, konst, substitute, Ranges};
+use crate::kgraph::{add, alu, at_flat, const_int, i64c, konst, reduce, substitute, Ranges};
 use crate::optimize::reduce::pass_id;
 use crate::rewrite::{Captures, Pat, Rule, RuleSet};
 
@@ -123,14 +123,6 @@ fn order_free(op: Op, dt: DType) -> bool {
     })
 }
 
-fn i64c(g: &mut Graph, v: i128) -> NodeId {
-    konst(g, DType::Int64, v as i64 as u64)
-}
-
-fn alu(g: &mut Graph, op: Op, dt: DType, src: Vec<NodeId>) -> NodeId {
-    add(g, op, dt, src, KArg::None, 0)
-}
-
 /// The largest `split(k)` spread over k work items (its combine is straight-line code).
 pub const MAX_SPLIT_ITEMS: usize = 256;
 
@@ -199,35 +191,9 @@ fn reduce_to_local(g: &mut Graph, _c: &Captures, id: NodeId) -> Option<NodeId> {
     );
     let ql = alu(g, Op::MUL, i64t, vec![q, lc]);
     let f = alu(g, Op::ADD, i64t, vec![ql, lidx]);
-    // r_k = (f / stride_k) mod end_k, r₀ the most significant.
-    let mut map = BTreeMap::new();
-    let mut stride: i128 = 1;
-    for (k, (&r, &e)) in rs.iter().zip(&ends).enumerate().rev() {
-        let sc = i64c(g, stride);
-        let mut v = if stride == 1 {
-            f
-        } else {
-            alu(g, Op::CDIV, i64t, vec![f, sc])
-        };
-        if k > 0 {
-            let ec = i64c(g, e);
-            v = alu(g, Op::CMOD, i64t, vec![v, ec]);
-        }
-        map.insert(r, v);
-        stride = stride.checked_mul(e)?;
-    }
-    let xq = substitute(g, x, &map);
+    let xq = at_flat(g, x, rs, &ends, f)?;
     let identity = konst(g, dt, reduce_identity(op, dt));
-    let partial = g.add(uopkit_interp::ir::Node {
-        op: Op::REDUCE,
-        dtype: dt,
-        src: vec![xq, q],
-        arg: Arg::Reduce {
-            op,
-            axes: 1,
-            order: ReduceOrder::Sequential,
-        },
-    });
+    let partial = reduce(g, op, dt, xq, &[q], ReduceOrder::Sequential);
     let lb = add(
         g,
         Op::BUFFER,

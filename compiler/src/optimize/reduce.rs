@@ -16,13 +16,12 @@
 //! folds each leaf of the oracle's halving (`kgraph::tree_leaves`) in its own loop over
 //! f = lo + v and combines the leaves in the tree's shape.
 
-use std::collections::BTreeMap;
-
 use uopkit_interp::ir::table::reduce_identity;
 use uopkit_interp::ir::{Arg, DType, Graph, KArg, NodeId, Op, ReduceOrder};
 
 use crate::kgraph::{
-    add, const_int, konst, substitute, tree_leaves, Ranges, MAX_TREE_LEAVES, PASS_TAG,
+    add, alu, at_flat, const_int, i64c, konst, reduce, tree_leaves, Ranges, MAX_TREE_LEAVES,
+    PASS_TAG,
 };
 use crate::rewrite::{Captures, Pat, Rule, RuleSet};
 
@@ -121,14 +120,6 @@ fn end_all(g: &mut Graph, body: NodeId, rs: &[NodeId]) -> NodeId {
     e
 }
 
-fn i64c(g: &mut Graph, v: i128) -> NodeId {
-    konst(g, DType::Int64, v as i64 as u64)
-}
-
-fn alu(g: &mut Graph, op: Op, dt: DType, src: Vec<NodeId>) -> NodeId {
-    add(g, op, dt, src, KArg::None, 0)
-}
-
 /// One REDUCE being expanded.
 struct Red<'a> {
     op: Op,
@@ -153,9 +144,9 @@ impl Red<'_> {
             .try_fold(1i128, |a, &e| a.checked_mul(e))
     }
 
-    /// The element map of the fold over `q` that makes the `j`-th accumulator: the flat
-    /// index f of its q-th element and how many there are. split(k): f = q·k + j, ⌊(n + k − 1
-    /// − j) / k⌋ of them; chunks of c: f = j·c + q, max(0, min(c, n − j·c)) of them.
+    /// The fold that makes the `j`-th accumulator: its loop `q` (whose extent is how many
+    /// elements it has) and the flat index f of its q-th element. split(k): f = q·k + j,
+    /// ⌊(n + k − 1 − j) / k⌋ of them; chunks of c: f = j·c + q, max(0, min(c, n − j·c)).
     fn part(
         &self,
         g: &mut Graph,
@@ -163,14 +154,14 @@ impl Red<'_> {
         k: usize,
         chunk: Option<i128>,
         total: i128,
-    ) -> (NodeId, NodeId, NodeId) {
+    ) -> (NodeId, NodeId) {
         let i64t = DType::Int64;
-        let (count, q_axis) = match chunk {
+        let count = match chunk {
             None => {
                 let top = i64c(g, total + k as i128 - 1);
                 let rem = alu(g, Op::SUB, i64t, vec![top, j]);
                 let kc = i64c(g, k as i128);
-                (alu(g, Op::CDIV, i64t, vec![rem, kc]), 2)
+                alu(g, Op::CDIV, i64t, vec![rem, kc])
             }
             Some(c) => {
                 let cc = i64c(g, c);
@@ -181,7 +172,7 @@ impl Red<'_> {
                 let m = alu(g, Op::WHERE, i64t, vec![short, left, cc]);
                 let zero = i64c(g, 0);
                 let neg = alu(g, Op::CMPLT, DType::Bool, vec![m, zero]);
-                (alu(g, Op::WHERE, i64t, vec![neg, zero, m]), 2)
+                alu(g, Op::WHERE, i64t, vec![neg, zero, m])
             }
         };
         let q = add(
@@ -189,7 +180,7 @@ impl Red<'_> {
             Op::RANGE,
             i64t,
             vec![count],
-            KArg::Axis(pass_id(self.id, q_axis)),
+            KArg::Axis(pass_id(self.id, 2)),
             0,
         );
         let f = match chunk {
@@ -204,30 +195,13 @@ impl Red<'_> {
                 alu(g, Op::ADD, i64t, vec![start, q])
             }
         };
-        (f, q, count)
+        (q, f)
     }
 
-    /// x with the reduced ranges replaced by the unflattened flat index `f`
-    /// (r_d = (f / stride_d) mod end_d, r₀ without the mod).
+    /// x with the reduced ranges replaced by the unflattened flat index `f`.
     fn at_flat(&self, g: &mut Graph, f: NodeId) -> Option<NodeId> {
         let ends = self.ends(g)?;
-        let mut map = BTreeMap::new();
-        let mut stride: i128 = 1;
-        for (d, (&r, &e)) in self.rs.iter().zip(&ends).enumerate().rev() {
-            let mut q = if stride == 1 {
-                f
-            } else {
-                let sc = i64c(g, stride);
-                alu(g, Op::CDIV, DType::Int64, vec![f, sc])
-            };
-            if d > 0 {
-                let ec = i64c(g, e);
-                q = alu(g, Op::CMOD, DType::Int64, vec![q, ec]);
-            }
-            map.insert(r, q);
-            stride = stride.checked_mul(e)?;
-        }
-        Some(substitute(g, self.x, &map))
+        at_flat(g, self.x, self.rs, &ends, f)
     }
 
     /// k accumulators (split or chunks), one at a time: for j < k, acc_j is folded from the
@@ -249,18 +223,9 @@ impl Red<'_> {
             KArg::Axis(pass_id(self.id, 0)),
             0,
         );
-        let (f, q, _) = self.part(g, j, k, chunk, total);
+        let (q, f) = self.part(g, j, k, chunk, total);
         let xf = self.at_flat(g, f)?;
-        let acc_j = g.add(uopkit_interp::ir::Node {
-            op: Op::REDUCE,
-            dtype: dt,
-            src: vec![xf, q],
-            arg: Arg::Reduce {
-                op,
-                axes: 1,
-                order: ReduceOrder::Sequential,
-            },
-        });
+        let acc_j = reduce(g, op, dt, xf, &[q], ReduceOrder::Sequential);
         let out = add(g, Op::BUFFER, dt, vec![], KArg::Reg(1), pass_id(self.id, 1));
         let o0 = after(g, out, self.outer);
         let at0 = alu(g, Op::INDEX, dt, vec![o0, zero]);
