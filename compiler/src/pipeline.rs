@@ -60,7 +60,7 @@ pub fn schedule_with_opts(
     lower_plan(plan, g, ver, passes, opts)
 }
 
-/// Lowers, optimizes for `opts.target` and linearizes every kernel of `plan` (step `k` is
+/// Lowers, optimizes for each kernel's target (`ScheduleOpts::target_for` its device) and linearizes every kernel of `plan` (step `k` is
 /// named `k<k>`), keeping buffers, order and outputs. A kernel that cannot be lowered is a [`ScheduleError`] naming its node.
 pub fn lower_plan(
     plan: Plan,
@@ -89,7 +89,7 @@ pub fn lower_plan(
                 };
                 crate::optimize::optimize_for(
                     &mut kg,
-                    opts.target,
+                    opts.target_for(spec.device),
                     opts.kernel_passes,
                     &opts.disabled_rules,
                 )

@@ -34,7 +34,7 @@ use uopkit_interp::ir::{DType, Op};
 use uopkit_interp::kernel::{InstId, KArg, Program};
 use uopkit_interp::scalar::cast::{mask, to_i128};
 
-use super::{gpu, KernelSig, Lang, RenderError, Renderer, Unit};
+use super::{gpu, KernelSig, Lang, Launch, RenderError, Renderer, Unit};
 
 /// The prelude of helpers every unit starts with (see `prelude.h`).
 pub const PRELUDE: &str = include_str!("prelude.h");
@@ -98,7 +98,7 @@ impl Renderer for CStyle {
                 });
             }
         }
-        Ok(unit(self, programs))
+        unit(self, programs)
     }
 }
 
@@ -111,22 +111,50 @@ pub fn render_c(programs: &[Program]) -> String {
 /// The rendered unit together with the kernels' names, symbols and parameters, ready for a
 /// runtime's `compile`.
 pub fn c_unit(programs: &[Program]) -> Unit {
-    unit(&CStyle::C, programs)
+    let source = CStyle::C.source(programs);
+    let kernels = programs
+        .iter()
+        .map(|p| KernelSig {
+            name: p.name.clone(),
+            symbol: c_symbol(&p.name),
+            params: p.params.clone(),
+            launch: Launch::default(),
+        })
+        .collect();
+    Unit {
+        lang: Lang::C,
+        source,
+        kernels,
+    }
 }
 
-fn unit(d: &CStyle, programs: &[Program]) -> Unit {
-    Unit {
-        lang: d.lang,
-        source: d.source(programs),
-        kernels: programs
-            .iter()
-            .map(|p| KernelSig {
+fn unit(d: &CStyle, programs: &[Program]) -> Result<Unit, RenderError> {
+    let kernels = programs
+        .iter()
+        .map(|p| {
+            // C kernels have no launch (a SPECIAL renders as `#error`); GPU kernels launch
+            // exactly what their SPECIALs declare.
+            let launch = match d.lang {
+                Lang::C => Launch::default(),
+                _ => Launch::of(p).map_err(|reason| RenderError::Launch {
+                    lang: d.lang,
+                    kernel: p.name.clone(),
+                    reason,
+                })?,
+            };
+            Ok(KernelSig {
                 name: p.name.clone(),
                 symbol: c_symbol(&p.name),
                 params: p.params.clone(),
+                launch,
             })
-            .collect(),
-    }
+        })
+        .collect::<Result<_, RenderError>>()?;
+    Ok(Unit {
+        lang: d.lang,
+        source: d.source(programs),
+        kernels,
+    })
 }
 
 /// The C symbol of a kernel: `k_` + the name with every character outside `[A-Za-z0-9_]`

@@ -208,26 +208,10 @@ impl Device for CpuDevice {
             .kernels
             .get(kernel)
             .ok_or_else(|| Error::UnknownKernel(kernel.to_string()))?;
-        if args.len() != sig.params.len() {
-            return Err(Error::ArgCount {
-                kernel: kernel.to_string(),
-                expected: sig.params.len(),
-                got: args.len(),
-            });
-        }
+        super::check_args(sig, args)?;
         let mut ptrs = Vec::with_capacity(args.len());
-        for (i, (buf, p)) in args.iter().zip(&sig.params).enumerate() {
-            let m = self.mem(buf)?;
-            let need = p.size.saturating_mul(p.dtype.itemsize());
-            if buf.bytes() < need {
-                return Err(Error::BufferTooSmall {
-                    kernel: kernel.to_string(),
-                    index: i,
-                    got: buf.bytes(),
-                    need,
-                });
-            }
-            ptrs.push(m.ptr.as_ptr() as *mut c_void);
+        for buf in args {
+            ptrs.push(self.mem(buf)?.ptr.as_ptr() as *mut c_void);
         }
         let _g = self.guard();
         let fp = FpGuard::new();

@@ -21,7 +21,9 @@
 
 pub mod cache;
 pub mod cpu;
+pub mod cuda;
 pub mod fpenv;
+pub mod hip;
 
 use std::any::Any;
 use std::fmt;
@@ -103,6 +105,27 @@ pub enum Error {
     UnknownDevice(String),
     #[error("{0}")]
     Unsupported(String),
+    /// A GPU runtime or compiler library is absent or has no device: `what` names it
+    /// (`CUDA driver`, `NVRTC`, `HIP runtime`, `hiprtc`), `reason` says what was looked for.
+    #[error("{what} unavailable: {reason}")]
+    Unavailable { what: &'static str, reason: String },
+    /// A GPU runtime compiler (NVRTC, hiprtc) rejected a unit: its log, and where the source
+    /// was kept.
+    #[error("{compiler} failed to compile the unit ({options}); the source is kept at {}\n{log}", source_path.display())]
+    GpuCompile {
+        compiler: &'static str,
+        options: String,
+        log: String,
+        source_path: PathBuf,
+    },
+    /// A GPU driver call failed: the call, and the driver's own code and message.
+    #[error("{runtime} {call} failed: {message} (code {code})")]
+    Driver {
+        runtime: &'static str,
+        call: &'static str,
+        code: i64,
+        message: String,
+    },
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -244,6 +267,55 @@ pub fn copy_between(
     dst_dev.copy_in(dst, &host)
 }
 
+/// Checks a launch's buffers against the kernel's parameters (count, then each buffer's size
+/// against its parameter's elements): what every runtime does before running a kernel.
+/// Which device each buffer belongs to is the runtime's own check.
+pub fn check_args(sig: &KernelSig, args: &[&Buffer]) -> Result<()> {
+    if args.len() != sig.params.len() {
+        return Err(Error::ArgCount {
+            kernel: sig.name.clone(),
+            expected: sig.params.len(),
+            got: args.len(),
+        });
+    }
+    for (i, (buf, p)) in args.iter().zip(&sig.params).enumerate() {
+        let need = p.size.saturating_mul(p.dtype.itemsize());
+        if buf.bytes() < need {
+            return Err(Error::BufferTooSmall {
+                kernel: sig.name.clone(),
+                index: i,
+                got: buf.bytes(),
+                need,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Keeps the source of a unit that a GPU compiler rejected, for its error message: written
+/// atomically as `rejected-<sha256 prefix>.<ext>` in the kernel cache directory (created if
+/// needed), or in the temp directory when that cannot be used.
+pub fn keep_rejected_source(source: &str, ext: &str) -> PathBuf {
+    use sha2::Digest as _;
+    use std::io::Write as _;
+    let digest = sha2::Sha256::digest(source.as_bytes());
+    let name: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+    let dir = cache::cache_dir_from_env()
+        .ok()
+        .filter(|d| cache::prepare_cache_dir(d, false).is_ok())
+        .unwrap_or_else(std::env::temp_dir);
+    let path = dir.join(format!("rejected-{name}.{ext}"));
+    let written = tempfile::NamedTempFile::new_in(&dir).and_then(|mut f| {
+        f.write_all(source.as_bytes())?;
+        f.persist(&path).map_err(|e| e.error)?;
+        Ok(())
+    });
+    match written {
+        Ok(()) => path,
+        Err(_) => PathBuf::from(format!("<not kept: {} is not writable>", dir.display())),
+    }
+}
+
 /// Parses a device name (`"CPU"` = `"CPU:0"`, `"CPU:3"`, `"CUDA:0"`, …) into runtime and
 /// ordinal. Only the name's form is checked.
 pub fn parse_device(name: &str) -> Result<(&str, usize)> {
@@ -262,10 +334,14 @@ pub fn parse_device(name: &str) -> Result<(&str, usize)> {
 }
 
 /// The process-wide device for `name`: `"CPU:n"` gives the same [`CpuDevice`] on every call
-/// (with the default compiler, see [`CCompiler::global`]). CUDA and HIP are not built yet.
+/// (with the default compiler, see [`CCompiler::global`]); `"CUDA:n"` and `"HIP:n"` the
+/// process's device of that ordinal, or [`Error::Unavailable`] when the runtime's library or
+/// the device is absent (probed first: nothing is called in a library that is not there).
 pub fn open(name: &str) -> Result<Arc<dyn Device>> {
     match parse_device(name)? {
         ("CPU", n) => Ok(CpuDevice::get(n)),
+        ("CUDA", n) => cuda::CudaDevice::get(n),
+        ("HIP", n) => hip::HipDevice::get(n),
         (rt, _) => Err(Error::Unsupported(format!(
             "the {rt} runtime is not available in this build"
         ))),
@@ -289,7 +365,10 @@ mod tests {
             parse_device("CPU:x"),
             Err(Error::UnknownDevice(_))
         ));
-        assert!(matches!(open("CUDA:0"), Err(Error::Unsupported(_))));
+        // No CUDA on the test machine, or a device: never a panic.
+        if let Err(e) = open("CUDA:0") {
+            assert!(matches!(e, Error::Unavailable { .. }), "{e}");
+        }
         let a = open("CPU:1").unwrap();
         let b = open("CPU:1").unwrap();
         assert_eq!(a.name(), "CPU:1");

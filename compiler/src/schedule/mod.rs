@@ -282,7 +282,8 @@ pub enum Target {
 pub struct ScheduleOpts {
     /// How ALLREDUCE is lowered (naive, ring, or tinygrad's automatic choice).
     pub allreduce: AllreduceMode,
-    /// The kernels' target.
+    /// The target of kernels on CPU devices (CUDA and HIP devices always get
+    /// [`Target::Gpu`]: [`ScheduleOpts::target_for`]).
     pub target: Target,
     /// Run only the first n of the target's optimization passes (`uopkit diff` bisects with
     /// it); None: all of them.
@@ -292,6 +293,17 @@ pub struct ScheduleOpts {
 }
 
 impl ScheduleOpts {
+    /// The target of a kernel that runs on `device`: a CUDA or HIP device always gets the
+    /// GPU target (its runtime launches grids); a CPU device gets [`ScheduleOpts::target`]
+    /// (the `gpusim` trials ask for GPU-style kernels on CPU devices).
+    pub fn target_for(&self, device: uopkit_interp::ir::Device) -> Target {
+        use uopkit_interp::ir::device::Backend;
+        match device.backend {
+            Backend::Cuda | Backend::Hip => Target::Gpu,
+            Backend::Cpu => self.target,
+        }
+    }
+
     /// The environment variable that `pipeline::schedule` and `pipeline::schedule_with` read:
     /// `UOPKIT_ALLREDUCE=naive|ring|auto` (unset or empty: auto).
     pub const ALLREDUCE_ENV: &'static str = "UOPKIT_ALLREDUCE";
