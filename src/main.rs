@@ -86,9 +86,10 @@ enum Command {
         /// else the repository's).
         #[arg(long)]
         manifests: Option<PathBuf>,
-        /// Backends, comma-separated: oracle, kernels, gpusim, cpu, exec:CMD (an external program
-        /// speaking docs/backend-protocol.md; put it last).
-        #[arg(long, default_value = "oracle,kernels,gpusim,cpu")]
+        /// Backends, comma-separated: oracle, kernels, gpusim, cpu, nvrtc, hiprtc, cuda,
+        /// cuda-cpu, hip, hip-cpu, exec:CMD (an external program speaking
+        /// docs/backend-protocol.md; put it last). `uopkit backends` lists them.
+        #[arg(long, default_value = uopkit_conformance::harness::DEFAULT_BACKENDS)]
         backend: String,
         #[command(flatten)]
         run: RunArgs,

@@ -3,7 +3,7 @@
 //!
 //! `cargo test --test conformance` runs it; `-- --list` lists the trials and any text
 //! argument filters them (e.g. `-- oracle::seeds/`). The environment chooses what runs:
-//! `UOPKIT_BACKENDS` (default `oracle,kernels,gpusim,cpu`; `exec:CMD` for an external backend),
+//! `UOPKIT_BACKENDS` (default `harness::DEFAULT_BACKENDS`; `exec:CMD` for an external backend),
 //! `UOPKIT_CORPUS`, `UOPKIT_MANIFESTS`, `UOPKIT_TIMEOUT`, `UOPKIT_WORKER_MEMORY`,
 //! `UOPKIT_IN_PROCESS=1`.
 //!
@@ -22,5 +22,5 @@ use uopkit_conformance::harness;
 
 fn main() -> ExitCode {
     let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus");
-    harness::libtest_main(&Registry::builtin(), &corpus, "oracle,kernels,gpusim,cpu")
+    harness::libtest_main(&Registry::builtin(), &corpus, harness::DEFAULT_BACKENDS)
 }

@@ -52,6 +52,8 @@ pub fn serve(backend: &dyn Backend) -> i32 {
                     level: Level::Graph,
                     accepts: backend.accepts(),
                     allowances: backend.allowances(),
+                    compile_only: backend.role() == crate::backends::Role::CompileOnly,
+                    unavailable: backend.unavailable(),
                 }),
                 false,
             ),

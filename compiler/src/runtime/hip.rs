@@ -37,3 +37,11 @@ pub fn hiprtc_compile(_unit: &super::Unit) -> Result<Vec<u8>> {
 pub fn hip_arch() -> String {
     std::env::var("UOPKIT_HIP_ARCH").unwrap_or_else(|_| "gfx90a".into())
 }
+
+/// How many HIP devices there are, or why none can be used.
+pub fn device_count() -> Result<usize> {
+    Err(Error::Unavailable {
+        what: "HIP runtime",
+        reason: "not built yet".into(),
+    })
+}

@@ -10,6 +10,7 @@
 //! `crate::worker`), so the oracle never shares a process with compiled code.
 
 pub mod cpu;
+pub mod gpu;
 pub mod gpusim;
 pub mod kernels;
 pub mod oracle;
@@ -32,6 +33,9 @@ pub enum Role {
     Reference,
     /// Judged against the oracle's values, under the backend's allowances.
     Candidate,
+    /// Checks that each case compiles (a GPU compiler on a machine without a GPU): a run
+    /// that succeeds passes; there are no outputs to compare.
+    CompileOnly,
 }
 
 /// One case to run: the verified graph, the buffers' initial contents, the outputs.
@@ -104,6 +108,13 @@ pub trait Backend: Send + Sync {
         Role::Candidate
     }
 
+    /// Why it cannot run on this machine at all (no device, no driver library), if so: every
+    /// trial is skipped with the reason, or fails when the run requires the backend
+    /// ([`REQUIRE_ENV`]).
+    fn unavailable(&self) -> Option<String> {
+        None
+    }
+
     /// What it can take (devices, dtypes, ops); a case outside is skipped with the reason.
     fn accepts(&self) -> Accepts {
         Accepts::default()
@@ -122,6 +133,17 @@ pub trait Backend: Send + Sync {
 
     /// Runs the case and returns its outputs.
     fn run(&self, job: &Job) -> Result<Ran, BackendError>;
+}
+
+/// The environment variable naming backends that must be available (`nvrtc,hiprtc` in CI):
+/// for those, [`Backend::unavailable`] fails every trial instead of skipping it.
+pub const REQUIRE_ENV: &str = "UOPKIT_REQUIRE_BACKENDS";
+
+/// Whether [`REQUIRE_ENV`] names `backend`.
+pub fn required(backend: &str) -> bool {
+    std::env::var(REQUIRE_ENV)
+        .map(|v| v.split(',').any(|b| b.trim() == backend))
+        .unwrap_or(false)
 }
 
 /// The text of a caught panic.

@@ -393,6 +393,18 @@ impl Backend for ProcessBackend {
         self.hello.allowances.clone()
     }
 
+    fn role(&self) -> super::Role {
+        if self.hello.compile_only {
+            super::Role::CompileOnly
+        } else {
+            super::Role::Candidate
+        }
+    }
+
+    fn unavailable(&self) -> Option<String> {
+        self.hello.unavailable.clone()
+    }
+
     fn skip_reason(&self, job: &Job) -> Option<String> {
         match self.hello.level {
             Level::Graph => {
@@ -420,11 +432,15 @@ impl Backend for ProcessBackend {
                 );
                 let line = protocol::to_line(&Request::Run(req.clone()));
                 let r = self.call(id, &line)?;
-                let outs = r.outputs.ok_or_else(|| {
-                    BackendError::Failed(format!("{}: the result has no outputs", self.name))
-                })?;
-                let outputs = protocol::output_values(&req, &outs)
-                    .map_err(|e| BackendError::Failed(format!("{}: {e}", self.name)))?;
+                let outputs = if self.hello.compile_only {
+                    vec![]
+                } else {
+                    let outs = r.outputs.ok_or_else(|| {
+                        BackendError::Failed(format!("{}: the result has no outputs", self.name))
+                    })?;
+                    protocol::output_values(&req, &outs)
+                        .map_err(|e| BackendError::Failed(format!("{}: {e}", self.name)))?
+                };
                 // Facts name graph buffers by request id: translate to case-file ids.
                 let facts = r.schedule.map(|mut f| {
                     if let Some(w) = &mut f.writes {

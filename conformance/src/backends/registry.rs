@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::process::{Limits, ProcessBackend, Spawn};
-use super::{cpu, gpusim, kernels, oracle, Backend};
+use super::{cpu, gpu, gpusim, kernels, oracle, Backend};
 use crate::worker::WORKER_ENV;
 
 pub type Factory = Arc<dyn Fn() -> Result<Arc<dyn Backend>, String> + Send + Sync>;
@@ -59,7 +59,8 @@ impl Registry {
         Registry::default()
     }
 
-    /// uopkit's own backends: `oracle`, `kernels`, `gpusim`, `cpu`.
+    /// uopkit's own backends: `oracle`, `kernels`, `gpusim`, `cpu`, and the GPU backends
+    /// `nvrtc`, `hiprtc`, `cuda`, `cuda-cpu`, `hip`, `hip-cpu` ([`gpu`]).
     pub fn builtin() -> Self {
         let mut r = Registry::new();
         r.register(
@@ -92,6 +93,25 @@ impl Registry {
                 Ok(Arc::new(cpu::Cpu))
             },
         );
+        for rt in [gpu::Runtime::Cuda, gpu::Runtime::Hip] {
+            let compiler = gpu::GpuCompile::compiler_name(rt);
+            r.register(
+                compiler,
+                &format!("compiles every case's GPU kernels with the real {compiler} (no GPU needed); fails on any compile error, with the log"),
+                true,
+                move || Ok(Arc::new(gpu::GpuCompile::new(rt))),
+            );
+            for placement in [gpu::Placement::Gpu, gpu::Placement::Mixed] {
+                let b = gpu::GpuRun::new(rt, placement);
+                let about = match placement {
+                    gpu::Placement::Gpu => format!("the compiler's GPU kernels on {} devices (every CPU:n of the case becomes GPU n), against the oracle", rt.name()),
+                    gpu::Placement::Mixed => format!("as {}, but only CPU:0 moves to the GPU: cross-runtime copies and assigns (tinygrad's (Device.DEFAULT, \"CPU\") pair)", rt.name()),
+                };
+                r.register(b.name().to_string().as_str(), &about, true, move || {
+                    Ok(Arc::new(gpu::GpuRun::new(rt, placement)))
+                });
+            }
+        }
         r
     }
 

@@ -8,7 +8,7 @@ use super::{Settings, SetupError};
 use crate::backends::registry::OpenOpts;
 
 /// Settings from the environment, for test binaries:
-/// `UOPKIT_BACKENDS` (default `oracle,kernels,gpusim,cpu`), `UOPKIT_CORPUS`, `UOPKIT_MANIFESTS`,
+/// `UOPKIT_BACKENDS` (default: the caller's, e.g. [`super::DEFAULT_BACKENDS`]), `UOPKIT_CORPUS`, `UOPKIT_MANIFESTS`,
 /// `UOPKIT_TIMEOUT` (seconds), `UOPKIT_WORKER_MEMORY` (bytes), `UOPKIT_IN_PROCESS=1`.
 pub fn settings_from_env(
     default_corpus: &Path,

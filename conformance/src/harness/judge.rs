@@ -154,6 +154,20 @@ fn judge_inner(
             Err(report) => Verdict::fail(FailKind::Expectation, report),
         });
     }
+    if let Some(why) = backend.unavailable() {
+        return only(if crate::backends::required(backend.name()) {
+            Verdict::fail(
+                FailKind::Backend,
+                format!(
+                    "{} is required here ({}) but unavailable: {why}",
+                    backend.name(),
+                    crate::backends::REQUIRE_ENV
+                ),
+            )
+        } else {
+            Verdict::Skip(why)
+        });
+    }
     if case.expect_error.is_some() {
         return only(Verdict::Skip(
             "undefined or invalid graph: oracle-only".into(),
@@ -204,6 +218,9 @@ fn judge_inner(
         Err(BackendError::Failed(m)) => return only(Verdict::fail(FailKind::Backend, m)),
         Err(BackendError::Died(m)) => return only(Verdict::fail(FailKind::Crash, m)),
     };
+    if backend.role() == Role::CompileOnly {
+        return (Verdict::Pass, Some(ran));
+    }
     let mut report = match compare::check_outputs(case, name, oracle, &ran.outputs, allow) {
         Ok(_) => String::new(),
         Err(r) => r,

@@ -9,6 +9,13 @@
 //! listed failure into `xfail` and a listed pass into `xpass` (a failure: the list cannot go
 //! stale).
 
+/// The trial kinds a run has unless told otherwise (`uopkit check`, `cargo test --test
+/// conformance`): the oracle, the kernel interpreter on the CPU and GPU lowerings, the CPU
+/// backend, the GPU compilers and the GPU runtimes (skipped, with the reason, where their
+/// libraries or devices are absent).
+pub const DEFAULT_BACKENDS: &str =
+    "oracle,kernels,gpusim,cpu,nvrtc,hiprtc,cuda,cuda-cpu,hip,hip-cpu";
+
 mod diff;
 mod env;
 mod judge;

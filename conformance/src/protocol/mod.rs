@@ -69,6 +69,14 @@ pub struct Hello {
     /// The allowance manifest to judge this backend under (`manifests/allowances/<name>.json`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allowances: Option<String>,
+    /// The backend checks that each case *compiles* (a GPU compiler without a GPU, say): its
+    /// answers carry no outputs, and a trial passes when the run succeeds.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub compile_only: bool,
+    /// The backend cannot run on this machine (no device, no driver): every trial is skipped
+    /// with this reason and no request is sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unavailable: Option<String>,
 }
 
 /// What a backend can take; an absent list means anything.
