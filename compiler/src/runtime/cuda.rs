@@ -68,6 +68,15 @@ fn guarded<T>(what: &'static str, f: impl FnOnce() -> Result<T>) -> Result<T> {
     })
 }
 
+/// The reason of an [`Error::Unavailable`] (it is wrapped again where it is cached), or the
+/// error's text.
+fn reason_of(e: Error) -> String {
+    match e {
+        Error::Unavailable { reason, .. } => reason,
+        other => other.to_string(),
+    }
+}
+
 fn driver_err(call: &'static str, e: DriverError) -> Error {
     let message = e
         .error_string()
@@ -90,7 +99,7 @@ pub fn nvrtc_available() -> std::result::Result<(), String> {
             if !unsafe { nvsys::is_culib_present() } {
                 return Err("libnvrtc was not found on the loader's path (install the PyPI package nvidia-cuda-nvrtc-cu12 and add its nvidia/cuda_nvrtc/lib directory to LD_LIBRARY_PATH)".into());
             }
-            nvrtc_version().map(|_| ()).map_err(|e| e.to_string())
+            nvrtc_version().map(|_| ()).map_err(reason_of)
         })
         .clone()
 }
@@ -212,7 +221,7 @@ pub fn device_count() -> Result<usize> {
                 let n = cu::device::get_count().map_err(|e| driver_err("cuDeviceGetCount", e))?;
                 Ok(usize::try_from(n).unwrap_or(0))
             })
-            .map_err(|e| e.to_string())
+            .map_err(reason_of)
         })
         .clone()
         .map_err(|reason| Error::Unavailable {
@@ -292,7 +301,7 @@ impl CudaDevice {
         let mut map = map.lock().unwrap_or_else(|e| e.into_inner());
         let slot = map
             .entry(ordinal)
-            .or_insert_with(|| Self::open(ordinal).map(Arc::new).map_err(|e| e.to_string()));
+            .or_insert_with(|| Self::open(ordinal).map(Arc::new).map_err(reason_of));
         match slot {
             Ok(d) => Ok(d.clone() as Arc<dyn Device>),
             Err(reason) => Err(Error::Unavailable {

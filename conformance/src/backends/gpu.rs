@@ -27,7 +27,10 @@ use uopkit_compiler::runtime::{cuda, hip};
 use uopkit_compiler::schedule::Target;
 use uopkit_interp::eval::Value;
 use uopkit_interp::ir::{Arg, Backend as DevKind, Device, DeviceSpec, Graph, Node};
+use uopkit_interp::kernel::interp::RunOpts;
 use uopkit_interp::verify;
+
+use crate::stages::{interpret_schedule, Record};
 
 use std::collections::BTreeMap;
 
@@ -98,6 +101,9 @@ pub struct GpuRun {
     rt: Runtime,
     placement: Placement,
     name: String,
+    /// Run the placed schedule in the exact kernel interpreter instead of on devices
+    /// ([`GpuRun::simulated`]).
+    simulate: bool,
 }
 
 impl GpuRun {
@@ -110,6 +116,18 @@ impl GpuRun {
             rt,
             placement,
             name,
+            simulate: false,
+        }
+    }
+
+    /// The same placement and schedule, run by the exact kernel interpreter (no device, in
+    /// this process): what the tests use to check placements, cross-runtime copies and the
+    /// facts' device names on machines without a GPU.
+    pub fn simulated(rt: Runtime, placement: Placement) -> Self {
+        GpuRun {
+            simulate: true,
+            name: format!("{}-sim", GpuRun::new(rt, placement).name),
+            ..GpuRun::new(rt, placement)
         }
     }
 
@@ -138,10 +156,16 @@ impl Backend for GpuRun {
     }
 
     fn unavailable(&self) -> Option<String> {
+        if self.simulate {
+            return None;
+        }
         self.rt.device_count().err()
     }
 
     fn skip_reason(&self, job: &Job) -> Option<String> {
+        if self.simulate {
+            return None;
+        }
         let have = self.rt.device_count().ok()?;
         let need = case_devices(job)
             .into_iter()
@@ -170,8 +194,15 @@ impl Backend for GpuRun {
         .map_err(|e| {
             BackendError::Refused(format!("node {}: {}", job.file_id_of(e.node), e.reason))
         })?;
-        let outputs: Vec<Option<Value>> = exec::run(&sched, job.inputs)
-            .map_err(|e| BackendError::Failed(format!("{e}\nschedule:\n{sched}")))?;
+        let outputs: Vec<Option<Value>> = if self.simulate {
+            let opts = RunOpts::from_env().map_err(BackendError::Failed)?;
+            interpret_schedule(&sched, job.inputs, &opts, Record::Outputs)
+                .map_err(|e| BackendError::Failed(format!("kernel interpreter: {e}\nschedule:\n{sched}")))?
+                .outputs
+        } else {
+            exec::run(&sched, job.inputs)
+                .map_err(|e| BackendError::Failed(format!("{e}\nschedule:\n{sched}")))?
+        };
         let mut facts = facts_of(&sched, job.file_id);
         // Report devices by the case's names.
         let back: BTreeMap<String, String> = case_devices(job)
@@ -316,4 +347,107 @@ fn placed(
         BackendError::Refused(format!("the graph on the GPU devices does not verify: {e}"))
     })?;
     Ok((g, v))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::allowances::Allowances;
+    use crate::harness::{judge, Verdict};
+    use uopkit_compiler::schedule::Step;
+
+    fn corpus_cases() -> Vec<(String, crate::case::Case)> {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../corpus");
+        let mut out = vec![];
+        let mut stack = vec![root.clone()];
+        while let Some(d) = stack.pop() {
+            let mut entries: Vec<_> = std::fs::read_dir(&d).unwrap().map(|e| e.unwrap().path()).collect();
+            entries.sort();
+            for p in entries {
+                if p.is_dir() {
+                    if !p.ends_with("gen") {
+                        stack.push(p);
+                    }
+                } else if p.extension().is_some_and(|e| e == "json") {
+                    let name = p.strip_prefix(&root).unwrap().with_extension("");
+                    out.push((name.to_string_lossy().into_owned(), crate::load::read_case(&p).unwrap()));
+                }
+            }
+        }
+        out
+    }
+
+    /// Every corpus case, placed on CUDA devices (all of them, or only CPU:0), scheduled and
+    /// run in the kernel interpreter, agrees with the oracle and with its own schedule
+    /// expectations (copy counts and pairs named by the case's devices).
+    #[test]
+    fn every_case_on_both_placements_agrees_with_the_oracle() {
+        let allow = Allowances::strict("sim");
+        let mut ran = 0;
+        for placement in [Placement::Gpu, Placement::Mixed] {
+            let b = GpuRun::simulated(Runtime::Cuda, placement);
+            for (name, case) in corpus_cases() {
+                match judge(&case, &name, &b, &allow) {
+                    Verdict::Pass => ran += 1,
+                    Verdict::Skip(_) => {}
+                    other => panic!("{} {name}: {other:?}", b.name()),
+                }
+            }
+        }
+        assert!(ran > 600, "only {ran} trials ran");
+    }
+
+    fn run_case(name: &str, placement: Placement) -> Ran {
+        let (_, case) = corpus_cases().into_iter().find(|(n, _)| n == name).unwrap();
+        let o = crate::run::run_oracle(&case).unwrap();
+        let outputs: Vec<(String, uopkit_interp::ir::NodeId)> = case
+            .outputs
+            .iter()
+            .map(|x| (x.name.clone(), o.loaded.arena(x.node).unwrap()))
+            .collect();
+        let job = Job {
+            case: name,
+            graph: &o.loaded.graph,
+            verified: &o.verified,
+            inputs: &o.loaded.inputs,
+            outputs: &outputs,
+            file_id: &o.loaded.file_id,
+            opts: Default::default(),
+            allreduce: None,
+        };
+        GpuRun::simulated(Runtime::Cuda, placement).run(&job).unwrap()
+    }
+
+    fn pairs(p: &[(impl ToString, impl ToString)]) -> Vec<(String, String)> {
+        p.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect()
+    }
+
+    /// The seeds' (DEFAULT, CPU) pair: an assign from a CPU:1 buffer into a CPU:0 buffer that
+    /// moved to CUDA:0 is one COPY (destination CUDA:0, source CPU:1: a cross-runtime copy),
+    /// reported with the case's device names.
+    #[test]
+    fn mixed_placement_crosses_runtimes_with_one_copy() {
+        let ran = run_case("seeds/cross_device_assign_is_copy_CPU1_to_CPU0", Placement::Mixed);
+        let sched = ran.schedule.unwrap();
+        assert_eq!(pairs(&sched.copy_pairs()), pairs(&[("CUDA:0", "CPU:1")]));
+        assert_eq!(ran.facts.unwrap().copy_pairs.unwrap(), pairs(&[("CPU:0", "CPU:1")]));
+    }
+
+    /// Kernels on the GPU device are GPU kernels (launch indices), kernels left on a CPU
+    /// device are loops, in one schedule.
+    #[test]
+    fn each_kernel_gets_its_devices_target() {
+        let ran = run_case("seeds/cross_device_assign_unrealized_CPU1_to_CPU0", Placement::Mixed);
+        let sched = ran.schedule.unwrap();
+        let mut seen = std::collections::BTreeSet::new();
+        for st in &sched.steps {
+            if let Step::Kernel { device, program, .. } = st {
+                let gpu = program.insts.iter().any(|i| i.op == uopkit_interp::ir::Op::SPECIAL);
+                assert_eq!(gpu, device.backend == DevKind::Cuda, "{device}: {program}");
+                seen.insert(device.to_string());
+            }
+        }
+        assert!(seen.contains("CPU:1"), "{sched}");
+        assert!(!pairs(&sched.copy_pairs()).is_empty(), "{sched}");
+    }
 }
