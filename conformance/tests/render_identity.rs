@@ -72,7 +72,14 @@ fn render_list(gpu: &mut usize, launched: &mut usize) -> (String, usize) {
                     "{name}: the {lang} text has an #error line:\n{}",
                     u.source
                 );
-                assert_eq!(u.kernels, unit.kernels, "{name}");
+                let sig = |k: &uopkit_compiler::render::KernelSig| {
+                    (k.name.clone(), k.symbol.clone(), k.params.clone())
+                };
+                assert_eq!(
+                    u.kernels.iter().map(sig).collect::<Vec<_>>(),
+                    unit.kernels.iter().map(sig).collect::<Vec<_>>(),
+                    "{name}"
+                );
                 if lang == Lang::Cuda && u.source.contains("blockIdx.x") {
                     *launched += 1;
                 }

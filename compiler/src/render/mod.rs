@@ -80,7 +80,9 @@ impl Default for Launch {
 
 impl Launch {
     /// The launch the SPECIALs of `p` declare. Errors name the instruction: an extent that is
-    /// not a CONST, a dimension other than 0, 1, 2, an extent over `u32`, or an empty one.
+    /// not a CONST, over `u32`, or empty. A SPECIAL the dialects cannot express (a dimension
+    /// other than 0, 1, 2, an unknown name) is left out: it renders as an `#error` line, so
+    /// the backend's compiler names it.
     pub fn of(p: &Program) -> Result<Launch, String> {
         let mut l = Launch::default();
         for (i, inst) in p.insts.iter().enumerate() {
@@ -108,15 +110,11 @@ impl Launch {
             } else if let Some(n) = dim.strip_prefix("gidx").or_else(|| dim.strip_prefix("idx")) {
                 (&mut l.grid, n)
             } else {
-                return Err(format!("v{i}: SPECIAL {dim}: unknown launch dimension"));
+                continue;
             };
-            let axis = match n {
-                "0" => 0,
-                "1" => 1,
-                "2" => 2,
-                _ => return Err(format!("v{i}: SPECIAL {dim}: only dimensions 0, 1 and 2 exist")),
-            };
-            slot[axis] = extent;
+            if let Some(axis) = ["0", "1", "2"].iter().position(|a| *a == n) {
+                slot[axis] = extent;
+            }
         }
         Ok(l)
     }
@@ -187,5 +185,47 @@ pub fn renderer(lang: Lang) -> &'static dyn Renderer {
         Lang::C => &CStyle::C,
         Lang::Cuda => &CStyle::CUDA,
         Lang::Hip => &CStyle::HIP,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use uopkit_interp::ir::DType;
+
+    fn special(p: &mut Program, extent: u64, dim: &str) {
+        let n = p.push(Op::CONST, DType::Int64, vec![], KArg::Const(extent));
+        p.push(Op::SPECIAL, DType::Int64, vec![n], KArg::Special(dim.into()));
+    }
+
+    #[test]
+    fn launch_follows_the_specials() {
+        let mut p = Program::new("k", vec![]);
+        assert_eq!(Launch::of(&p), Ok(Launch::default()));
+        special(&mut p, 7, "gidx0");
+        special(&mut p, 3, "gidx2");
+        special(&mut p, 8, "lidx0");
+        special(&mut p, 5, "idx1");
+        let l = Launch::of(&p).unwrap();
+        assert_eq!(l.grid, [7, 5, 3]);
+        assert_eq!(l.block, [8, 1, 1]);
+        assert_eq!(l.items(), Some(7 * 5 * 3 * 8));
+        // Dimensions no dialect can express are left to the #error line.
+        special(&mut p, 9, "gidx3");
+        assert_eq!(Launch::of(&p).unwrap(), l);
+    }
+
+    #[test]
+    fn launch_errors_name_the_instruction() {
+        let mut p = Program::new("k", vec![]);
+        special(&mut p, 0, "gidx0");
+        assert!(Launch::of(&p).unwrap_err().contains("v1: SPECIAL gidx0 extent 0"));
+        let mut p = Program::new("k", vec![]);
+        special(&mut p, 1 << 33, "gidx0");
+        assert!(Launch::of(&p).unwrap_err().contains("is not in 1..2^32"));
+        let mut p = Program::new("k", vec![]);
+        let x = p.push(Op::CONST, DType::Float32, vec![], KArg::Const(0x4000_0000));
+        p.push(Op::SPECIAL, DType::Int64, vec![x], KArg::Special("lidx0".into()));
+        assert!(Launch::of(&p).unwrap_err().contains("no constant extent"));
     }
 }
