@@ -284,7 +284,10 @@ fn runtime() -> Result<(&'static HipApi, usize)> {
             return Ok(0);
         }
         if init != 0 {
-            return Err(describe("hipInit(0)", init));
+            return Err(format!(
+                "{} (no usable AMD GPU: is /dev/kfd there and accessible?)",
+                describe("hipInit(0)", init)
+            ));
         }
         let mut n: c_int = 0;
         // SAFETY: `n` is a valid out-pointer.
@@ -348,6 +351,9 @@ struct Rtc {
     get_code: unsafe extern "C" fn(Handle, *mut c_char) -> Code,
     destroy_program: unsafe extern "C" fn(*mut Handle) -> Code,
     get_error_string: unsafe extern "C" fn(Code) -> *const c_char,
+    /// Held from hiprtcCreateProgram to hiprtcDestroyProgram: ROCm 5.2's hiprtc crashes
+    /// (SIGSEGV) when two threads compile at once, so compiles are serialized.
+    serial: Mutex<()>,
     _lib: Library,
 }
 
@@ -364,6 +370,7 @@ impl Rtc {
                 get_code: sym(&lib, path, "hiprtcGetCode")?,
                 destroy_program: sym(&lib, path, "hiprtcDestroyProgram")?,
                 get_error_string: sym(&lib, path, "hiprtcGetErrorString")?,
+                serial: Mutex::new(()),
                 _lib: lib,
             })
         }
@@ -490,6 +497,8 @@ fn hiprtc_compile_for(unit: &Unit, arch: &str) -> Result<Vec<u8>> {
         .collect::<std::result::Result<_, _>>()
         .map_err(|_| rejected(format!("{ARCH_ENV} has a NUL byte")))?;
     let option_ptrs: Vec<*const c_char> = c_options.iter().map(|o| o.as_ptr()).collect();
+    // Declared before `prog`, so released after the program is destroyed.
+    let _serial = lock(&rtc.serial);
     let mut prog: Handle = std::ptr::null_mut();
     // SAFETY: NUL-terminated source and name; no headers (count 0, null arrays).
     let code = unsafe {
