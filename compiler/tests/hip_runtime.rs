@@ -303,3 +303,62 @@ fn two_devices_copy_peer_to_peer() {
     assert_eq!(b.copy_out(&y).expect("copy_out"), data);
     assert!(matches!(b.copy_out(&x), Err(Error::WrongDevice { .. })));
 }
+
+/// Set in the child process of `absent_libraries_are_unavailable_with_the_paths_tried`.
+const CHILD_ENV: &str = "UOPKIT_HIP_TEST_ABSENT_CHILD";
+
+#[test]
+fn absent_libraries_are_unavailable_with_the_paths_tried() {
+    const LIB: &str = "/nonexistent/uopkit/libamdhip64.so";
+    const RTC: &str = "/nonexistent/uopkit/libhiprtc.so";
+    if std::env::var(CHILD_ENV).is_err() {
+        // The libraries are found once per process: check in a fresh one with the overrides.
+        let out = std::process::Command::new(std::env::current_exe().expect("test binary"))
+            .args([
+                "--exact",
+                "absent_libraries_are_unavailable_with_the_paths_tried",
+                "--nocapture",
+            ])
+            .env(CHILD_ENV, "1")
+            .env("UOPKIT_HIP_LIB", LIB)
+            .env("UOPKIT_HIPRTC_LIB", RTC)
+            .env_remove("UOPKIT_HIP_ARCH")
+            .output()
+            .expect("run the child");
+        let text = String::from_utf8_lossy(&out.stdout).to_string()
+            + &String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "child failed:\n{text}");
+        assert!(text.contains("1 passed"), "{text}");
+        return;
+    }
+    for r in [hip::HipDevice::get(0), runtime::open("HIP:1")] {
+        match r {
+            Err(Error::Unavailable { what, reason }) => {
+                assert_eq!(what, "HIP runtime");
+                assert!(reason.contains(LIB), "{reason}");
+                assert!(reason.contains("UOPKIT_HIP_LIB"), "{reason}");
+                eprintln!("unavailable: {reason}");
+            }
+            other => panic!("expected Unavailable, got {other:?}"),
+        }
+    }
+    assert!(matches!(
+        hip::device_count(),
+        Err(Error::Unavailable { .. })
+    ));
+    let reason = hip::hiprtc_available().expect_err("hiprtc from a path that does not exist");
+    assert!(reason.contains(RTC), "{reason}");
+    let unit = Unit {
+        lang: Lang::Hip,
+        source: "extern \"C\" __global__ void k_x(float *p0) { p0[0] = 1.0f; }\n".into(),
+        kernels: vec![],
+    };
+    match hip::hiprtc_compile(&unit) {
+        Err(Error::Unavailable { what, reason }) => {
+            assert_eq!(what, "hiprtc");
+            assert!(reason.contains(RTC), "{reason}");
+        }
+        other => panic!("expected Unavailable, got {other:?}"),
+    }
+    assert_eq!(hip::hip_arch(), "gfx90a");
+}

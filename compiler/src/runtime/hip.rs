@@ -108,14 +108,28 @@ fn open_first<T>(
                 Ok(t) => return Ok(t),
                 Err(e) => tried.push(e),
             },
-            Err(e) => tried.push(format!("{name}: {e}")),
+            Err(e) => tried.push(format!("{name}: {}", with_sources(&e))),
         }
     }
     let source = match from_env {
-        Some(_) => format!("{env} names"),
-        None => format!("tried (set {env} to a path to choose one)"),
+        Some(_) => format!("{env} is set"),
+        None => format!(
+            "tried {} (set {env} to a path to choose another)",
+            names.join(", ")
+        ),
     };
     Err(format!("{source}: {}", tried.join("; ")))
+}
+
+/// An error and its sources (`dlopen failed: <dlerror>`).
+fn with_sources(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut cur = e.source();
+    while let Some(s) = cur {
+        out.push_str(&format!(": {s}"));
+        cur = s.source();
+    }
+    out
 }
 
 /// The symbol `name` of `lib` as a `T`.
