@@ -20,8 +20,11 @@
 //!   rounding instead of two); off, `+ − ×` are separate IEEE operations as in the oracle;
 //! * `-fno-fast-math`: no reassociation, no finite-math or reciprocal assumptions;
 //! * `-fhip-fp32-correctly-rounded-divide-sqrt`: clang's HIP default, stated so that a changed
-//!   default cannot slip in (ROCm 5.2's hiprtc accepts it with an "argument unused" warning:
-//!   its pipeline already emits the correctly rounded `v_div_scale`/`v_div_fixup` sequence);
+//!   default cannot slip in. ROCm 5.2's hiprtc accepts it with an "argument unused" warning:
+//!   float32 `/` is the correctly rounded `v_div_scale`/`v_div_fmas`/`v_div_fixup` sequence
+//!   anyway, but float32 `sqrtf` stays a bare `v_sqrt_f32` (up to 1 ulp off; LLVM before 17
+//!   lowers it so), while double `sqrt` is the refined `v_rsq_f64` + FMA sequence. An exact
+//!   float32 square root on that ROCm has to go through double (`(float)sqrt((double)x)`);
 //! * `-fno-gpu-flush-denormals-to-zero`: float32 denormals are kept (also the default).
 //!
 //! Devices: `HIP:n` is runtime ordinal n. HIP's current device is per thread, so every
@@ -527,7 +530,8 @@ fn hiprtc_compile_for(unit: &Unit, arch: &str) -> Result<Vec<u8>> {
     };
     rtc.check("hiprtcCreateProgram", code)?;
     let prog = RtcProgram { rtc, prog };
-    let n_options = c_int::try_from(option_ptrs.len()).unwrap_or(c_int::MAX);
+    let n_options = c_int::try_from(option_ptrs.len())
+        .map_err(|_| rejected(format!("{} options", option_ptrs.len())))?;
     // SAFETY: `option_ptrs` holds `n_options` NUL-terminated strings alive for the call.
     let code = unsafe { (rtc.compile_program)(prog.prog, n_options, option_ptrs.as_ptr()) };
     if code != 0 {
