@@ -362,3 +362,243 @@ fn absent_libraries_are_unavailable_with_the_paths_tried() {
     }
     assert_eq!(hip::hip_arch(), "gfx90a");
 }
+
+// ---------------------------------------------------------------------------------------
+// The device paths against a stand-in runtime.
+//
+// No AMD GPU is at hand, so the runtime's own plumbing (hipSetDevice before each call,
+// kernelParams, grid and block, peer copies, frees and unloads) is checked against a fake
+// `libamdhip64` built here from C: two "devices" whose memory is host memory tagged with its
+// device, and one "kernel" (`k_fake_add`: p0[i] += p1[i] over grid.x × block.x items) that
+// the fake's hipModuleLaunchKernel runs on the host. It says nothing about HIP's semantics,
+// only about what this runtime passes to it. hiprtc is the real one (the code object given
+// to hipModuleLoadData must be an ELF or an offload bundle).
+
+const FAKE_CHILD_ENV: &str = "UOPKIT_HIP_TEST_FAKE_CHILD";
+
+const FAKE_HIP: &str = r#"
+#include <stdlib.h>
+#include <string.h>
+typedef struct { int dev; size_t n; } hdr;
+static int cur = -1;
+static long counters[10];
+enum { ALLOCS, FREES, LOADS, UNLOADS, LAUNCHES, PEERS, WRONG, SETS, GRID_X, BLOCK_X };
+long fake_counter(int i) { return counters[i]; }
+static hdr *H(const void *p) { return (hdr *)((char *)p - 16); }
+static int mine(const void *p) { return H(p)->dev == cur; }
+int hipInit(unsigned f) { return f == 0 ? 0 : 1; }
+int hipGetDeviceCount(int *n) { *n = 2; return 0; }
+int hipSetDevice(int d) { if (d < 0 || d > 1) return 101; cur = d; counters[SETS]++; return 0; }
+int hipGetDeviceProperties(char *p, int d) {
+  memset(p, 0, 792); strcpy(p, "fake"); strcpy(p + 396, d ? "gfx1030" : "gfx90a:xnack-"); return 0;
+}
+int hipMalloc(void **p, size_t n) {
+  if (cur < 0) return 101;
+  if (n == 0) { counters[WRONG]++; *p = 0; return 0; }
+  char *m = malloc(n + 16); ((hdr *)m)->dev = cur; ((hdr *)m)->n = n;
+  *p = m + 16; counters[ALLOCS]++; return 0;
+}
+int hipFree(void *p) { if (!mine(p)) counters[WRONG]++; free(H(p)); counters[FREES]++; return 0; }
+int hipMemcpy(void *d, const void *s, size_t n, int kind) {
+  const void *dev = kind == 1 ? d : s;
+  if (kind < 1 || kind > 3 || !mine(dev) || (kind == 3 && !mine(d))) { counters[WRONG]++; return 1; }
+  if (n > H(dev)->n) { counters[WRONG]++; return 1; }
+  memcpy(d, s, n); return 0;
+}
+int hipMemcpyPeer(void *d, int dd, const void *s, int sd, size_t n) {
+  if (H(d)->dev != dd || H(s)->dev != sd || sd != cur) { counters[WRONG]++; return 1; }
+  memcpy(d, s, n); counters[PEERS]++; return 0;
+}
+int hipModuleLoadData(void **m, const void *image) {
+  if (memcmp(image, "\x7f" "ELF", 4) && memcmp(image, "__CLANG_OFFLOAD_BUNDLE__", 24)) return 200;
+  *m = malloc(1); *(char *)*m = (char)cur; counters[LOADS]++; return 0;
+}
+int hipModuleGetFunction(void **f, void *m, const char *name) {
+  if (strcmp(name, "k_fake_add")) return 500;
+  *f = m; return 0;
+}
+int hipModuleLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                          unsigned by, unsigned bz, unsigned shm, void *stream, void **params,
+                          void **extra) {
+  if (*(char *)f != cur || gy != 1 || gz != 1 || by != 1 || bz != 1 || shm || stream || extra)
+    { counters[WRONG]++; return 1; }
+  int *p0 = *(int **)params[0], *p1 = *(int **)params[1];
+  if (!mine(p0) || !mine(p1)) { counters[WRONG]++; return 1; }
+  for (unsigned i = 0; i < gx * bx; i++) p0[i] += p1[i];
+  counters[GRID_X] = gx; counters[BLOCK_X] = bx; counters[LAUNCHES]++; return 0;
+}
+int hipDeviceSynchronize(void) { return cur < 0 ? 101 : 0; }
+int hipModuleUnload(void *m) { if (*(char *)m != cur) counters[WRONG]++; free(m); counters[UNLOADS]++; return 0; }
+const char *hipGetErrorString(int code) { return code ? "fakeError" : "hipSuccess"; }
+"#;
+
+/// The fake's counters, by index (see `FAKE_HIP`).
+fn fake_counter(lib: &libloading::Library, i: i32) -> i64 {
+    // SAFETY: `fake_counter` has this signature in FAKE_HIP.
+    let f = unsafe { lib.get::<unsafe extern "C" fn(i32) -> i64>("fake_counter") }
+        .expect("fake_counter");
+    // SAFETY: reads a static array within its bounds.
+    unsafe { f(i) }
+}
+
+#[test]
+fn the_device_paths_drive_a_stand_in_runtime_correctly() {
+    const NAME: &str = "the_device_paths_drive_a_stand_in_runtime_correctly";
+    let Ok(lib_path) = std::env::var(FAKE_CHILD_ENV) else {
+        if !hiprtc_here(NAME) {
+            return;
+        }
+        let dir = tempfile::tempdir().expect("temp dir");
+        let (src, so) = (
+            dir.path().join("fake_hip.c"),
+            dir.path().join("libfakehip.so"),
+        );
+        std::fs::write(&src, FAKE_HIP).expect("write the fake");
+        let cc = std::env::var("UOPKIT_CC").unwrap_or_else(|_| "cc".into());
+        let built = std::process::Command::new(&cc)
+            .args(["-shared", "-fPIC", "-O1", "-o"])
+            .arg(&so)
+            .arg(&src)
+            .output();
+        match built {
+            Ok(o) if o.status.success() => {}
+            Ok(o) => panic!(
+                "{cc} rejected the fake: {}",
+                String::from_utf8_lossy(&o.stderr)
+            ),
+            Err(e) => {
+                eprintln!("{NAME}: skipped: no C compiler ({cc}: {e})");
+                return;
+            }
+        }
+        // hiprtc from wherever it is found here, the runtime from the fake.
+        let rtc = hip::hiprtc_library().expect("hiprtc is available");
+        let out = std::process::Command::new(std::env::current_exe().expect("test binary"))
+            .args(["--exact", NAME, "--nocapture"])
+            .env(FAKE_CHILD_ENV, &so)
+            .env("UOPKIT_HIP_LIB", &so)
+            .env("UOPKIT_HIPRTC_LIB", rtc)
+            .env_remove("UOPKIT_HIP_ARCH")
+            .output()
+            .expect("run the child");
+        let text = String::from_utf8_lossy(&out.stdout).to_string()
+            + &String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "child failed:\n{text}");
+        assert!(text.contains("1 passed"), "{text}");
+        return;
+    };
+    // In the child: UOPKIT_HIP_LIB is the fake, UOPKIT_HIPRTC_LIB the real hiprtc.
+    if let Err(reason) = hip::hiprtc_available() {
+        panic!("hiprtc unavailable in the child: {reason}");
+    }
+    // SAFETY: the fake has no initializers.
+    let fake = unsafe { libloading::Library::new(&lib_path) }.expect("the fake");
+    assert_eq!(hip::device_count().expect("count"), 2);
+    let d0 = hip::HipDevice::get(0).expect("HIP:0");
+    let d1 = hip::HipDevice::get(1).expect("HIP:1");
+    match hip::HipDevice::get(2) {
+        Err(Error::Unavailable { reason, .. }) => assert!(reason.contains("does not exist")),
+        other => panic!("HIP:2: {other:?}"),
+    }
+    assert_eq!(hip::hip_arch(), "gfx90a:xnack-");
+    assert!(format!("{d1:?}").contains("gfx1030"), "{d1:?}");
+    {
+        let data: Vec<u8> = (0..64u8).collect();
+        let x = d0.alloc(64).expect("alloc");
+        d0.copy_in(&x, &data).expect("copy_in");
+        assert_eq!(d0.copy_out(&x).expect("copy_out"), data);
+        let y = d0.alloc(64).expect("alloc");
+        d0.copy_to(&x, d0.as_ref(), &y).expect("same-device copy");
+        assert_eq!(d0.copy_out(&y).expect("copy_out"), data);
+        let z = d1.alloc(64).expect("alloc on HIP:1");
+        d0.copy_to(&x, d1.as_ref(), &z).expect("peer copy");
+        assert_eq!(d1.copy_out(&z).expect("copy_out"), data);
+        assert_eq!(fake_counter(&fake, 5), 1, "one hipMemcpyPeer");
+        assert!(matches!(d1.copy_out(&x), Err(Error::WrongDevice { .. })));
+        let empty = d1.alloc(0).expect("alloc 0");
+        assert_eq!(d1.copy_out(&empty).expect("copy_out 0"), Vec::<u8>::new());
+        // A kernel: p0[i] += p1[i] on 2 × 4 items.
+        let decl = |written| uopkit_interp::kernel::ParamDecl {
+            dtype: DType::Int32,
+            size: 8,
+            written,
+        };
+        let unit = Unit {
+            lang: Lang::Hip,
+            source: "extern \"C\" __global__ void k_fake_add(int *p0, int *p1) {\n  \
+                     int i = blockIdx.x * blockDim.x + threadIdx.x;\n  p0[i] += p1[i];\n}\n"
+                .into(),
+            kernels: vec![uopkit_compiler::render::KernelSig {
+                name: "add".into(),
+                symbol: "k_fake_add".into(),
+                params: vec![decl(true), decl(false)],
+                launch: uopkit_compiler::render::Launch {
+                    grid: [2, 1, 1],
+                    block: [4, 1, 1],
+                },
+            }],
+        };
+        let words = |v: &[i32]| v.iter().flat_map(|w| w.to_le_bytes()).collect::<Vec<u8>>();
+        let (a, b) = (d1.alloc(32).expect("a"), d1.alloc(32).expect("b"));
+        d1.copy_in(&a, &words(&[1, 2, 3, 4, 5, 6, 7, 8]))
+            .expect("a");
+        d1.copy_in(&b, &words(&[10, 20, 30, 40, 50, 60, 70, 80]))
+            .expect("b");
+        let prog = d1.compile(&unit).expect("compile on HIP:1");
+        d1.launch(&prog, "add", &[&a, &b]).expect("launch");
+        assert_eq!(
+            d1.copy_out(&a).expect("result"),
+            words(&[11, 22, 33, 44, 55, 66, 77, 88])
+        );
+        assert!(matches!(
+            d1.launch(&prog, "add", &[&a]),
+            Err(Error::ArgCount { .. })
+        ));
+        let small = d1.alloc(16).expect("small");
+        assert!(matches!(
+            d1.launch(&prog, "add", &[&a, &small]),
+            Err(Error::BufferTooSmall { .. })
+        ));
+        let on_d0 = d0.alloc(32).expect("on HIP:0");
+        assert!(matches!(
+            d1.launch(&prog, "add", &[&a, &on_d0]),
+            Err(Error::WrongDevice { .. })
+        ));
+        assert!(d0.launch(&prog, "add", &[&on_d0, &on_d0]).is_err());
+        assert!(matches!(
+            d1.launch(&prog, "nope", &[&a, &b]),
+            Err(Error::UnknownKernel(_))
+        ));
+        let bad = Unit {
+            kernels: vec![uopkit_compiler::render::KernelSig {
+                symbol: "k_missing".into(),
+                ..unit.kernels[0].clone()
+            }],
+            ..unit.clone()
+        };
+        match d1.compile(&bad) {
+            Err(Error::Driver { call, message, .. }) => {
+                assert_eq!(call, "hipModuleGetFunction");
+                assert_eq!(message, "fakeError");
+            }
+            other => panic!("expected a Driver error, got {other:?}"),
+        }
+        assert_eq!(fake_counter(&fake, 4), 1, "one launch");
+        assert_eq!(
+            (fake_counter(&fake, 8), fake_counter(&fake, 9)),
+            (2, 4),
+            "grid, block"
+        );
+        d0.synchronize().expect("synchronize");
+    }
+    // Everything dropped: every allocation freed and every module unloaded, each on its
+    // own device; nothing passed to the wrong device; no zero-byte hipMalloc.
+    assert_eq!(
+        fake_counter(&fake, 0),
+        fake_counter(&fake, 1),
+        "allocs = frees"
+    );
+    assert_eq!(fake_counter(&fake, 2), 2, "modules loaded");
+    assert_eq!(fake_counter(&fake, 3), 2, "modules unloaded");
+    assert_eq!(fake_counter(&fake, 6), 0, "calls for the wrong device");
+}

@@ -36,7 +36,10 @@
 //! Checked without a GPU (`tests/hip_runtime.rs`): library probing, hiprtc compiles of
 //! rendered units (elementwise and shared-memory reductions) to a code object, a rejected unit
 //! with its log and kept source, and `HIP:0` being unavailable with a stated reason. The
-//! device paths (alloc, copies, launch) run only where a HIP device is present.
+//! device paths (alloc, copies, peer copies, module load, launch, frees and unloads) are
+//! driven against a stand-in `libamdhip64` built from C by the test, which checks what this
+//! runtime passes (current device, kernelParams, grid and block); against a real device they
+//! run, compared bit for bit with the CPU backend, only where one is present.
 
 use std::any::Any;
 use std::collections::BTreeMap;
@@ -371,6 +374,8 @@ struct Rtc {
     /// Held from hiprtcCreateProgram to hiprtcDestroyProgram: ROCm 5.2's hiprtc crashes
     /// (SIGSEGV) when two threads compile at once, so compiles are serialized.
     serial: Mutex<()>,
+    /// The name or path it was loaded from.
+    path: String,
     _lib: Library,
 }
 
@@ -388,6 +393,7 @@ impl Rtc {
                 destroy_program: sym(&lib, path, "hiprtcDestroyProgram")?,
                 get_error_string: sym(&lib, path, "hiprtcGetErrorString")?,
                 serial: Mutex::new(()),
+                path: path.to_string(),
                 _lib: lib,
             })
         }
@@ -429,6 +435,12 @@ fn rtc() -> std::result::Result<&'static Rtc, &'static str> {
 /// Whether hiprtc can be used here: Ok, or why not (library absent, symbol missing).
 pub fn hiprtc_available() -> std::result::Result<(), String> {
     rtc().map(|_| ()).map_err(str::to_string)
+}
+
+/// The library hiprtc was loaded from (a name as tried, or `UOPKIT_HIPRTC_LIB`'s path), or
+/// why it could not be.
+pub fn hiprtc_library() -> std::result::Result<String, String> {
+    rtc().map(|r| r.path.clone()).map_err(str::to_string)
 }
 
 /// The options for `arch`: `--offload-arch=<arch>`, then [`HIPRTC_OPTIONS`].
