@@ -370,7 +370,8 @@ fn absent_libraries_are_unavailable_with_the_paths_tried() {
 // kernelParams, grid and block, peer copies, frees and unloads) is checked against a fake
 // `libamdhip64` built here from C: two "devices" whose memory is host memory tagged with its
 // device, and one "kernel" (`k_fake_add`: p0[i] += p1[i] over grid.x × block.x items) that
-// the fake's hipModuleLaunchKernel runs on the host. It says nothing about HIP's semantics,
+// the fake's hipModuleLaunchKernel runs on the host; it refuses 48-byte peer copies, so that
+// the host fallback runs too. It says nothing about HIP's semantics,
 // only about what this runtime passes to it. hiprtc is the real one (the code object given
 // to hipModuleLoadData must be an ELF or an offload bundle).
 
@@ -406,6 +407,7 @@ int hipMemcpy(void *d, const void *s, size_t n, int kind) {
   memcpy(d, s, n); return 0;
 }
 int hipMemcpyPeer(void *d, int dd, const void *s, int sd, size_t n) {
+  if (n == 48) return 217; /* refused, to exercise the runtime's host fallback */
   if (H(d)->dev != dd || H(s)->dev != sd || sd != cur) { counters[WRONG]++; return 1; }
   memcpy(d, s, n); counters[PEERS]++; return 0;
 }
@@ -514,6 +516,12 @@ fn the_device_paths_drive_a_stand_in_runtime_correctly() {
         d0.copy_to(&x, d1.as_ref(), &z).expect("peer copy");
         assert_eq!(d1.copy_out(&z).expect("copy_out"), data);
         assert_eq!(fake_counter(&fake, 5), 1, "one hipMemcpyPeer");
+        // A peer copy the fake refuses goes through the host.
+        let (p, q) = (d0.alloc(48).expect("p"), d1.alloc(48).expect("q"));
+        d0.copy_in(&p, &data[..48]).expect("copy_in");
+        d0.copy_to(&p, d1.as_ref(), &q).expect("fallback copy");
+        assert_eq!(d1.copy_out(&q).expect("copy_out"), &data[..48]);
+        assert_eq!(fake_counter(&fake, 5), 1, "no second peer copy");
         assert!(matches!(d1.copy_out(&x), Err(Error::WrongDevice { .. })));
         let empty = d1.alloc(0).expect("alloc 0");
         assert_eq!(d1.copy_out(&empty).expect("copy_out 0"), Vec::<u8>::new());
