@@ -1,5 +1,6 @@
 //! The HIP runtime (`runtime::hip`): hiprtc compiles of rendered units, a rejected unit,
-//! `HIP:n` without a device, and device round trips compared with the CPU backend.
+//! `HIP:n` without a device or library, the device paths against a stand-in `libamdhip64`
+//! built from C, and device round trips compared with the CPU backend.
 //!
 //! hiprtc needs no GPU, so its tests run wherever the library is (Debian's `libamdhip64-5`
 //! exports it); without it they print `skipped: <reason>` and pass, unless
@@ -371,9 +372,9 @@ fn absent_libraries_are_unavailable_with_the_paths_tried() {
 // `libamdhip64` built here from C: two "devices" whose memory is host memory tagged with its
 // device, and one "kernel" (`k_fake_add`: p0[i] += p1[i] over grid.x × block.x items) that
 // the fake's hipModuleLaunchKernel runs on the host; it refuses 48-byte peer copies, so that
-// the host fallback runs too. It says nothing about HIP's semantics,
-// only about what this runtime passes to it. hiprtc is the real one (the code object given
-// to hipModuleLoadData must be an ELF or an offload bundle).
+// the host fallback runs too. It says nothing about HIP's semantics, only about what this
+// runtime passes to it. hiprtc is the real one (the code object given to hipModuleLoadData
+// must be an ELF or an offload bundle).
 
 const FAKE_CHILD_ENV: &str = "UOPKIT_HIP_TEST_FAKE_CHILD";
 
