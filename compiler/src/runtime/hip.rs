@@ -947,10 +947,3 @@ impl Device for HipDevice {
     }
 }
 
-/// How many HIP devices there are, or why none can be used.
-pub fn device_count() -> Result<usize> {
-    Err(Error::Unavailable {
-        what: "HIP runtime",
-        reason: "not built yet".into(),
-    })
-}
