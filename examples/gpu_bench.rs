@@ -41,13 +41,21 @@ fn main() -> ExitCode {
 
 fn run(dev: &dyn Device, n: usize, reps: u32) -> Result<(), String> {
     let bytes = n.checked_mul(4).ok_or("size overflows")?;
-    println!("gpu_bench on {dev:?}: {n} float32 elements ({} MB), {reps} reps", bytes >> 20);
+    println!(
+        "gpu_bench on {dev:?}: {n} float32 elements ({} MB), {reps} reps",
+        bytes >> 20
+    );
     let a = dev.alloc(bytes).map_err(|e| e.to_string())?;
     let b = dev.alloc(bytes).map_err(|e| e.to_string())?;
-    dev.copy_in(&a, &vec![0x3f; bytes]).map_err(|e| e.to_string())?;
+    dev.copy_in(&a, &vec![0x3f; bytes])
+        .map_err(|e| e.to_string())?;
     let copy = time(reps, || dev.copy_to(&a, dev, &b).map_err(|e| e.to_string()))?;
     let copy_bw = 2.0 * bytes as f64 / copy;
-    println!("device-to-device copy: {:.3} ms, {:.1} GB/s (read + write)", copy * 1e3, copy_bw / 1e9);
+    println!(
+        "device-to-device copy: {:.3} ms, {:.1} GB/s (read + write)",
+        copy * 1e3,
+        copy_bw / 1e9
+    );
 
     let buf = json!({"id": 0, "op": "BUFFER", "dtype": "float32", "arg": {"device": "CUDA:0", "size": n, "slot": 0}});
     let elementwise = vec![
@@ -118,7 +126,10 @@ fn kernel_time(
     let prog = dev.compile(&unit).map_err(|e| e.to_string())?;
     let mut launches: Vec<(String, Vec<Buffer>)> = vec![];
     for k in &unit.kernels {
-        println!("  kernel {}: grid {:?}, block {:?}", k.name, k.launch.grid, k.launch.block);
+        println!(
+            "  kernel {}: grid {:?}, block {:?}",
+            k.name, k.launch.grid, k.launch.block
+        );
         let bufs = k
             .params
             .iter()

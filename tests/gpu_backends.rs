@@ -61,10 +61,16 @@ fn runtime_trials_skip_without_a_device_and_fail_when_required() {
     let (code, out) = uopkit(&["check", "--backend", "cuda,cuda-cpu", "-v", case], &[]);
     assert_eq!(code, 0, "{out}");
     if present {
-        assert!(out.contains("cuda: 1 passed") && out.contains("cuda-cpu: 1 passed"), "{out}");
+        assert!(
+            out.contains("cuda: 1 passed") && out.contains("cuda-cpu: 1 passed"),
+            "{out}"
+        );
         return;
     }
-    assert!(out.contains("cuda: 0 passed, 0 failed, 0 xfail, 0 xpass, 1 skipped"), "{out}");
+    assert!(
+        out.contains("cuda: 0 passed, 0 failed, 0 xfail, 0 xpass, 1 skipped"),
+        "{out}"
+    );
     assert!(out.contains("CUDA driver unavailable"), "{out}");
     let (code, out) = uopkit(
         &["check", "--backend", "cuda", case],

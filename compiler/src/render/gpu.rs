@@ -46,6 +46,16 @@ pub fn prelude(lang: Lang) -> String {
         Lang::Cuda => "#define UK_CLZLL(x) __clzll((long long)(x))\n",
         _ => "#define UK_CLZLL(x) __builtin_clzll(x)\n",
     });
+    if lang == Lang::Hip {
+        // hiprtc (ROCm 5.2, seen in its disassembly) compiles `sqrtf` to the bare
+        // `v_sqrt_f32`, which may be 1 ulp off, whatever the flags; the double square root is
+        // a refined sequence. The square root of the exact double, rounded once to float, is
+        // the correctly rounded float32 root (53 >= 2*24 + 2: double rounding is innocuous).
+        out.push_str(
+            "UK_FN float uk_sqrt_f32(float x) { return (float)sqrt((double)x); }\n\
+             #define sqrtf(x) uk_sqrt_f32(x)\n",
+        );
+    }
     let mut in_libm_comment = false;
     for line in PRELUDE.lines() {
         if line.starts_with("#include") || line.contains("(*volatile uk_") {

@@ -13,8 +13,8 @@ pub mod c;
 pub mod gpu;
 
 use uopkit_interp::ir::Op;
-use uopkit_interp::scalar::cast::to_i128;
 use uopkit_interp::kernel::{KArg, ParamDecl, Program};
+use uopkit_interp::scalar::cast::to_i128;
 
 pub use c::{c_symbol, c_unit, render_c, CStyle};
 
@@ -195,7 +195,12 @@ mod tests {
 
     fn special(p: &mut Program, extent: u64, dim: &str) {
         let n = p.push(Op::CONST, DType::Int64, vec![], KArg::Const(extent));
-        p.push(Op::SPECIAL, DType::Int64, vec![n], KArg::Special(dim.into()));
+        p.push(
+            Op::SPECIAL,
+            DType::Int64,
+            vec![n],
+            KArg::Special(dim.into()),
+        );
     }
 
     #[test]
@@ -219,13 +224,20 @@ mod tests {
     fn launch_errors_name_the_instruction() {
         let mut p = Program::new("k", vec![]);
         special(&mut p, 0, "gidx0");
-        assert!(Launch::of(&p).unwrap_err().contains("v1: SPECIAL gidx0 extent 0"));
+        assert!(Launch::of(&p)
+            .unwrap_err()
+            .contains("v1: SPECIAL gidx0 extent 0"));
         let mut p = Program::new("k", vec![]);
         special(&mut p, 1 << 33, "gidx0");
         assert!(Launch::of(&p).unwrap_err().contains("is not in 1..2^32"));
         let mut p = Program::new("k", vec![]);
         let x = p.push(Op::CONST, DType::Float32, vec![], KArg::Const(0x4000_0000));
-        p.push(Op::SPECIAL, DType::Int64, vec![x], KArg::Special("lidx0".into()));
+        p.push(
+            Op::SPECIAL,
+            DType::Int64,
+            vec![x],
+            KArg::Special("lidx0".into()),
+        );
         assert!(Launch::of(&p).unwrap_err().contains("no constant extent"));
     }
 }

@@ -145,7 +145,10 @@ pub fn nvrtc_compile(unit: &Unit, arch: &str) -> Result<Vec<u8>> {
             unit.lang
         )));
     }
-    nvrtc_available().map_err(|reason| Error::Unavailable { what: NVRTC, reason })?;
+    nvrtc_available().map_err(|reason| Error::Unavailable {
+        what: NVRTC,
+        reason,
+    })?;
     let options = nvrtc_options(arch);
     let rejected = |log: String| Error::GpuCompile {
         compiler: NVRTC,
@@ -243,7 +246,8 @@ impl Drop for CudaMem {
         let ptr = self.ptr;
         // A failure to free leaks device memory; nothing else can be done in a destructor.
         let _ = guarded(DRIVER, || {
-            ctx.bind_to_thread().map_err(|e| driver_err("cuCtxSetCurrent", e))?;
+            ctx.bind_to_thread()
+                .map_err(|e| driver_err("cuCtxSetCurrent", e))?;
             // SAFETY: allocated by `cuMemAlloc` in this context, freed once.
             unsafe { cu::free_sync(ptr) }.map_err(|e| driver_err("cuMemFree", e))
         });
@@ -268,7 +272,8 @@ impl Drop for CudaProgram {
     fn drop(&mut self) {
         let (ctx, module) = (&self.ctx, self.module);
         let _ = guarded(DRIVER, || {
-            ctx.bind_to_thread().map_err(|e| driver_err("cuCtxSetCurrent", e))?;
+            ctx.bind_to_thread()
+                .map_err(|e| driver_err("cuCtxSetCurrent", e))?;
             // SAFETY: loaded by `cuModuleLoadData` in this context, unloaded once.
             unsafe { cu::module::unload(module) }.map_err(|e| driver_err("cuModuleUnload", e))
         });
@@ -316,11 +321,14 @@ impl CudaDevice {
         if ordinal >= n {
             return Err(Error::Unavailable {
                 what: DRIVER,
-                reason: format!("CUDA:{ordinal} was asked for; this machine has {n} CUDA device(s)"),
+                reason: format!(
+                    "CUDA:{ordinal} was asked for; this machine has {n} CUDA device(s)"
+                ),
             });
         }
         guarded(DRIVER, || {
-            let ctx = CudaContext::new(ordinal).map_err(|e| driver_err("cuDevicePrimaryCtxRetain", e))?;
+            let ctx =
+                CudaContext::new(ordinal).map_err(|e| driver_err("cuDevicePrimaryCtxRetain", e))?;
             let arch = match std::env::var(ARCH_ENV) {
                 Ok(a) if !a.trim().is_empty() => a,
                 _ => {
@@ -451,9 +459,8 @@ impl Device for CudaDevice {
                 .map_err(|e| driver_err("cuModuleLoadData", e))?;
             let mut functions = BTreeMap::new();
             for k in &unit.kernels {
-                let sym = CString::new(k.symbol.as_bytes()).map_err(|_| {
-                    Error::UnknownKernel(k.name.clone())
-                })?;
+                let sym = CString::new(k.symbol.as_bytes())
+                    .map_err(|_| Error::UnknownKernel(k.name.clone()))?;
                 // SAFETY: a live module of this context.
                 match unsafe { cu::module::get_function(module, sym) } {
                     Ok(f) => {
@@ -565,8 +572,7 @@ impl Device for CudaDevice {
             // SAFETY: `s.ptr` and `d.ptr` are live allocations of `n` bytes in the two
             // contexts given; the call is synchronous.
             unsafe {
-                cusys::cuMemcpyPeer(d.ptr, other.ctx.cu_ctx(), s.ptr, self.ctx.cu_ctx(), n)
-                    .result()
+                cusys::cuMemcpyPeer(d.ptr, other.ctx.cu_ctx(), s.ptr, self.ctx.cu_ctx(), n).result()
             }
             .map_err(|e| driver_err("cuMemcpyPeer", e))
         });
@@ -598,11 +604,19 @@ mod tests {
     #[test]
     fn options_are_the_exact_ones() {
         let o = nvrtc_options("sm_90");
-        for f in ["--fmad=false", "--prec-div=true", "--prec-sqrt=true", "--ftz=false"] {
+        for f in [
+            "--fmad=false",
+            "--prec-div=true",
+            "--prec-sqrt=true",
+            "--ftz=false",
+        ] {
             assert!(o.iter().any(|x| x == f), "{f} missing from {o:?}");
         }
         assert!(!o.iter().any(|x| x.contains("fast")));
-        assert_eq!(o.last().map(String::as_str), Some("--gpu-architecture=sm_90"));
+        assert_eq!(
+            o.last().map(String::as_str),
+            Some("--gpu-architecture=sm_90")
+        );
     }
 
     fn unit(source: &str) -> Unit {
@@ -639,11 +653,19 @@ mod tests {
         let text = String::from_utf8_lossy(&ptx);
         assert!(text.contains(".entry k_a"), "{text}");
         // --fmad=false: the multiply and the add stay two instructions.
-        assert!(text.contains("mul.rn.f32") && text.contains("add.rn.f32"), "{text}");
+        assert!(
+            text.contains("mul.rn.f32") && text.contains("add.rn.f32"),
+            "{text}"
+        );
         assert!(!text.contains("fma.rn.f32"), "{text}");
         let bad = unit("extern \"C\" __global__ void k_b(float *p0) { p0[0] = undefined_name; }");
         match nvrtc_compile(&bad, "sm_90") {
-            Err(Error::GpuCompile { log, source_path, options, .. }) => {
+            Err(Error::GpuCompile {
+                log,
+                source_path,
+                options,
+                ..
+            }) => {
                 assert!(log.contains("undefined_name"), "{log}");
                 assert!(options.contains("--fmad=false"), "{options}");
                 assert!(source_path.exists(), "{}", source_path.display());

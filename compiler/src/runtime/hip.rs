@@ -946,4 +946,3 @@ impl Device for HipDevice {
         self
     }
 }
-

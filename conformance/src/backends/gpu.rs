@@ -197,7 +197,9 @@ impl Backend for GpuRun {
         let outputs: Vec<Option<Value>> = if self.simulate {
             let opts = RunOpts::from_env().map_err(BackendError::Failed)?;
             interpret_schedule(&sched, job.inputs, &opts, Record::Outputs)
-                .map_err(|e| BackendError::Failed(format!("kernel interpreter: {e}\nschedule:\n{sched}")))?
+                .map_err(|e| {
+                    BackendError::Failed(format!("kernel interpreter: {e}\nschedule:\n{sched}"))
+                })?
                 .outputs
         } else {
             exec::run(&sched, job.inputs)
@@ -294,7 +296,9 @@ fn case_devices(job: &Job) -> Vec<Device> {
 
 fn for_each_device(arg: &Arg, mut f: impl FnMut(Device)) {
     match arg {
-        Arg::Buffer { device, .. } | Arg::Device(device) => device.devices().iter().for_each(|d| f(*d)),
+        Arg::Buffer { device, .. } | Arg::Device(device) => {
+            device.devices().iter().for_each(|d| f(*d))
+        }
         Arg::AllReduce { devices, .. } => devices.iter().for_each(|d| f(*d)),
         _ => {}
     }
@@ -361,7 +365,10 @@ mod tests {
         let mut out = vec![];
         let mut stack = vec![root.clone()];
         while let Some(d) = stack.pop() {
-            let mut entries: Vec<_> = std::fs::read_dir(&d).unwrap().map(|e| e.unwrap().path()).collect();
+            let mut entries: Vec<_> = std::fs::read_dir(&d)
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .collect();
             entries.sort();
             for p in entries {
                 if p.is_dir() {
@@ -370,7 +377,10 @@ mod tests {
                     }
                 } else if p.extension().is_some_and(|e| e == "json") {
                     let name = p.strip_prefix(&root).unwrap().with_extension("");
-                    out.push((name.to_string_lossy().into_owned(), crate::load::read_case(&p).unwrap()));
+                    out.push((
+                        name.to_string_lossy().into_owned(),
+                        crate::load::read_case(&p).unwrap(),
+                    ));
                 }
             }
         }
@@ -415,11 +425,15 @@ mod tests {
             opts: Default::default(),
             allreduce: None,
         };
-        GpuRun::simulated(Runtime::Cuda, placement).run(&job).unwrap()
+        GpuRun::simulated(Runtime::Cuda, placement)
+            .run(&job)
+            .unwrap()
     }
 
     fn pairs(p: &[(impl ToString, impl ToString)]) -> Vec<(String, String)> {
-        p.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect()
+        p.iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect()
     }
 
     /// The seeds' (DEFAULT, CPU) pair: an assign from a CPU:1 buffer into a CPU:0 buffer that
@@ -427,22 +441,37 @@ mod tests {
     /// reported with the case's device names.
     #[test]
     fn mixed_placement_crosses_runtimes_with_one_copy() {
-        let ran = run_case("seeds/cross_device_assign_is_copy_CPU1_to_CPU0", Placement::Mixed);
+        let ran = run_case(
+            "seeds/cross_device_assign_is_copy_CPU1_to_CPU0",
+            Placement::Mixed,
+        );
         let sched = ran.schedule.unwrap();
         assert_eq!(pairs(&sched.copy_pairs()), pairs(&[("CUDA:0", "CPU:1")]));
-        assert_eq!(ran.facts.unwrap().copy_pairs.unwrap(), pairs(&[("CPU:0", "CPU:1")]));
+        assert_eq!(
+            ran.facts.unwrap().copy_pairs.unwrap(),
+            pairs(&[("CPU:0", "CPU:1")])
+        );
     }
 
     /// Kernels on the GPU device are GPU kernels (launch indices), kernels left on a CPU
     /// device are loops, in one schedule.
     #[test]
     fn each_kernel_gets_its_devices_target() {
-        let ran = run_case("seeds/cross_device_assign_unrealized_CPU1_to_CPU0", Placement::Mixed);
+        let ran = run_case(
+            "seeds/cross_device_assign_unrealized_CPU1_to_CPU0",
+            Placement::Mixed,
+        );
         let sched = ran.schedule.unwrap();
         let mut seen = std::collections::BTreeSet::new();
         for st in &sched.steps {
-            if let Step::Kernel { device, program, .. } = st {
-                let gpu = program.insts.iter().any(|i| i.op == uopkit_interp::ir::Op::SPECIAL);
+            if let Step::Kernel {
+                device, program, ..
+            } = st
+            {
+                let gpu = program
+                    .insts
+                    .iter()
+                    .any(|i| i.op == uopkit_interp::ir::Op::SPECIAL);
                 assert_eq!(gpu, device.backend == DevKind::Cuda, "{device}: {program}");
                 seen.insert(device.to_string());
             }
