@@ -43,6 +43,7 @@ fn every_stage_agrees_without_the_fault() {
             "gpusim: lowered",
             "gpusim: after pass 'gpu_launch'",
             "gpusim: after pass 'gpu_local_reduce'",
+            "gpusim: after pass 'gpu_threads'",
             "gpusim: after pass 'symbolic'",
             "rendered: cpu"
         ]

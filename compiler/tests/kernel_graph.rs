@@ -534,3 +534,34 @@ fn split_and_chunks_orders_match_a_hand_fold_on_both_targets() {
         );
     }
 }
+
+/// Kernels that no local reduction took get work items on their innermost grid dimension:
+/// `gidx0·B + lidx0`, B the largest power of two ≤ 256 that divides the extent (none for an
+/// odd extent); the same elements, the same values, in every interleaving.
+#[test]
+fn gpu_threads_split_the_innermost_grid_dimension() {
+    for (rows, groups, items) in [(4, 1, 4), (1000, 125, 8), (512, 2, 256), (7, 7, 0)] {
+        let mut k = reduce_graph(rows, 1);
+        let applied = optimize::optimize_for(&mut k, Target::Gpu, None, &[]).unwrap();
+        let hits: BTreeMap<&str, usize> = applied
+            .iter()
+            .flat_map(|a| a.hits.iter().map(|(k, v)| (*k, *v)))
+            .collect();
+        let p = linearize(&k).unwrap();
+        let launch = uopkit_compiler::render::Launch::of(&p).unwrap();
+        assert_eq!(launch.grid, [groups, 1, 1], "{rows}:\n{p}");
+        assert_eq!(launch.block, [items.max(1), 1, 1], "{rows}:\n{p}");
+        assert_eq!(
+            hits.get("gidx_to_workgroups").copied(),
+            (items > 0).then_some(1),
+            "{rows}"
+        );
+        for seed in [0, 1, 0xDEAD_BEEF] {
+            assert_eq!(
+                run_on_iota(&p, seed).unwrap(),
+                expected_row_sums(rows, 1),
+                "{rows}, seed {seed}:\n{p}"
+            );
+        }
+    }
+}

@@ -22,6 +22,12 @@
 //!   sequential).
 //! * `gpu_store_once` (same pass): a store into a kernel parameter whose value depends on
 //!   `lidx0` but whose address does not is done by `lidx0 == 0` only.
+//! * `gpu_threads` (on the SINK, after the local reductions): a kernel with grid dimensions
+//!   and no work items yet (`lidx*`) gets [`THREADS`] (or the largest power of two ≤ it that
+//!   divides the extent) items per workgroup on its innermost grid dimension: `gidx{d}` of
+//!   extent E becomes `gidx{d}·B + lidx0` with `gidx{d}` of extent E/B. The same work items
+//!   compute the same elements (no bounds guard is needed: B divides E), so the bits cannot
+//!   change; neighbouring items touch neighbouring elements (coalesced loads on a GPU).
 
 use std::collections::BTreeMap;
 
@@ -67,6 +73,74 @@ pub fn local_reduce() -> RuleSet {
             Rule::new("store_from_lidx0", Pat::node(Op::STORE), store_once),
         ],
     )
+}
+
+/// Work items per workgroup that `gpu_threads` gives an elementwise kernel (at most).
+pub const THREADS: i128 = 256;
+
+pub fn threads() -> RuleSet {
+    RuleSet::new(
+        "gpu_threads",
+        vec![Rule::new(
+            "gidx_to_workgroups",
+            Pat::node(Op::SINK),
+            gidx_to_workgroups,
+        )],
+    )
+}
+
+fn gidx_to_workgroups(g: &mut Graph, _c: &Captures, id: NodeId) -> Option<NodeId> {
+    let reach = g.reachable(&[id]);
+    if reach
+        .iter()
+        .any(|&n| special_name(g, n).is_some_and(|s| s.starts_with("lidx")))
+    {
+        return None;
+    }
+    // The innermost grid dimension: the highest d.
+    let (sp, d) = reach
+        .iter()
+        .filter_map(|&n| {
+            let d = special_name(g, n)?
+                .strip_prefix("gidx")?
+                .parse::<usize>()
+                .ok()?;
+            Some((n, d))
+        })
+        .max_by_key(|&(_, d)| d)?;
+    let dt = g.node(sp).dtype;
+    if dt != DType::Int64 {
+        return None;
+    }
+    let extent = const_int(g, *g.node(sp).src.first()?)?;
+    let b = (1..=THREADS.trailing_zeros())
+        .rev()
+        .map(|k| 1i128 << k)
+        .find(|b| extent % b == 0)?;
+    let groups = i64c(g, extent / b);
+    let gsp = add(
+        g,
+        Op::SPECIAL,
+        dt,
+        vec![groups],
+        KArg::Special(format!("gidx{d}")),
+        0,
+    );
+    let bc = i64c(g, b);
+    let lsp = add(
+        g,
+        Op::SPECIAL,
+        dt,
+        vec![bc],
+        KArg::Special("lidx0".into()),
+        0,
+    );
+    let base = alu(g, Op::MUL, dt, vec![gsp, bc]);
+    let idx = alu(g, Op::ADD, dt, vec![base, lsp]);
+    let map = BTreeMap::from([(sp, idx)]);
+    let srcs: Vec<NodeId> = g.node(id).src.clone();
+    let srcs = srcs.into_iter().map(|s| substitute(g, s, &map)).collect();
+    Some(add(g, Op::SINK, DType::Void, srcs, KArg::None, 0))
 }
 
 fn special_name(g: &Graph, id: NodeId) -> Option<&str> {

@@ -49,6 +49,10 @@ pub fn passes(target: Target) -> Vec<Pass> {
                 order: Order::TopDown,
             },
             bottom_up(gpu::local_reduce()),
+            Pass {
+                rules: gpu::threads(),
+                order: Order::TopDown,
+            },
             // The index arithmetic the GPU passes wrote (f = q·L + l split into the
             // reduced axes), simplified by the exact rules.
             bottom_up(crate::rewrite::symbolic()),
