@@ -36,17 +36,29 @@ out="${OUT:-gpu-check-out}"
 mkdir -p "$out"
 
 # NVRTC: the CUDA toolkit's, else a pip wheel's (nvidia-cuda-nvrtc-cu12 / nvidia-cuda-nvrtc).
-for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
-  [ -d "$d" ] && LD_LIBRARY_PATH="$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-done
+# cudarc looks for libnvrtc.so, libnvrtc.so.12, .11, ...: a newer major (libnvrtc.so.13) is
+# linked under the plain name in a private directory put first on the loader's path.
+nvrtc_dirs="/usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib"
 py_nvrtc="$(python3 -c 'import nvidia.cuda_nvrtc as m; print(list(m.__path__)[0] + "/lib")' 2>/dev/null || true)"
-[ -n "$py_nvrtc" ] && LD_LIBRARY_PATH="$py_nvrtc${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:-}"
+[ -n "$py_nvrtc" ] && nvrtc_dirs="$nvrtc_dirs $py_nvrtc"
+nvrtc_lib=""
+for d in $nvrtc_dirs; do
+  for f in "$d"/libnvrtc.so "$d"/libnvrtc.so.*; do
+    case "$f" in *builtins*|*alt*) continue ;; esac
+    if [ -e "$f" ] && [ -z "$nvrtc_lib" ]; then nvrtc_lib="$f"; fi
+  done
+done
+if [ -n "$nvrtc_lib" ]; then
+  link_dir="$(mktemp -d)"
+  ln -s "$nvrtc_lib" "$link_dir/libnvrtc.so"
+  export LD_LIBRARY_PATH="$link_dir:$(dirname "$nvrtc_lib")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+fi
+echo "NVRTC: ${nvrtc_lib:-not found}"
 
 {
   echo "== device"
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv || true
-  ls "${LD_LIBRARY_PATH%%:*}" 2>/dev/null | grep -i nvrtc || true
+  echo "NVRTC: ${nvrtc_lib:-not found}"
 } 2>&1 | tee "$out/device.txt"
 
 # Trials: a failure is reported, then the benchmark still runs.
