@@ -49,7 +49,10 @@ fn run(dev: &dyn Device, n: usize, reps: u32) -> Result<(), String> {
     let b = dev.alloc(bytes).map_err(|e| e.to_string())?;
     dev.copy_in(&a, &vec![0x3f; bytes])
         .map_err(|e| e.to_string())?;
-    let copy = time(reps, || dev.copy_to(&a, dev, &b).map_err(|e| e.to_string()))?;
+    let copy = time(reps, || {
+        dev.copy_to(&a, dev, &b).map_err(|e| e.to_string())?;
+        dev.synchronize().map_err(|e| e.to_string())
+    })?;
     let copy_bw = 2.0 * bytes as f64 / copy;
     println!(
         "device-to-device copy: {:.3} ms, {:.1} GB/s (read + write)",
@@ -143,6 +146,6 @@ fn kernel_time(
             let args: Vec<&Buffer> = bufs.iter().collect();
             dev.launch(&prog, name, &args).map_err(|e| e.to_string())?;
         }
-        Ok(())
+        dev.synchronize().map_err(|e| e.to_string())
     })
 }

@@ -26,9 +26,10 @@ fn nvrtc() -> bool {
     match cuda::nvrtc_available() {
         Ok(()) => true,
         Err(why) => {
-            let required = std::env::var("UOPKIT_REQUIRE_BACKENDS")
-                .is_ok_and(|v| v.split(',').any(|b| b.trim() == "nvrtc"));
-            assert!(!required, "nvrtc is required here but unavailable: {why}");
+            assert!(
+                !uopkit_compiler::runtime::required("nvrtc"),
+                "nvrtc is required here but unavailable: {why}"
+            );
             eprintln!("skipped: {why}");
             false
         }

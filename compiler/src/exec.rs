@@ -8,8 +8,9 @@ use std::sync::Arc;
 
 use uopkit_interp::eval::{budget, BufferInit, Elem, Value};
 use uopkit_interp::ir::{DType, NodeId};
+use uopkit_interp::kernel::Program;
 
-use crate::render::{self, Lang, RenderError, Unit};
+use crate::render::{self, RenderError, Unit};
 use crate::runtime::{self, Buffer, Compiled, Device};
 use crate::schedule::{BufferKind, Schedule, Step};
 
@@ -135,10 +136,9 @@ pub fn run_with_limit(
             }
         }
     }
-    // One translation unit per schedule and language (the device says which it compiles),
-    // compiled once per device that runs kernels.
-    let programs: Vec<_> = s.programs();
-    let mut units: BTreeMap<Lang, Unit> = BTreeMap::new();
+    // One translation unit per runtime ([`programs_by_runtime`]), compiled once per device.
+    let programs = programs_by_runtime(s)?;
+    let mut units: BTreeMap<&'static str, Unit> = BTreeMap::new();
     let mut compiled: BTreeMap<String, Compiled> = BTreeMap::new();
     for st in &s.steps {
         match st {
@@ -151,10 +151,13 @@ pub fn run_with_limit(
                 let name = device.to_string();
                 let dev = &devices[&name];
                 if !compiled.contains_key(&name) {
-                    let lang = dev.lang();
-                    let unit = match units.entry(lang) {
+                    let rt = dev.runtime();
+                    let unit = match units.entry(rt) {
                         Entry::Occupied(e) => e.into_mut(),
-                        Entry::Vacant(e) => e.insert(render::renderer(lang).render(&programs)?),
+                        Entry::Vacant(e) => e.insert(
+                            render::renderer(dev.lang())
+                                .render(programs.get(rt).map_or(&[][..], |p| &p[..]))?,
+                        ),
                     };
                     compiled.insert(name.clone(), dev.compile(unit)?);
                 }
@@ -168,7 +171,10 @@ pub fn run_with_limit(
                 let (d, sr) = (&s.buffers[dst.0 as usize], &s.buffers[src.0 as usize]);
                 let src_dev = &devices[&sr.device.to_string()];
                 let dst_dev = &devices[&d.device.to_string()];
-                src_dev.copy_to(
+                // Within one runtime a device copy (peer copy on a GPU); across runtimes
+                // (a CPU buffer into a GPU buffer) staged through the host.
+                runtime::copy_between(
+                    src_dev.as_ref(),
                     &storages[&sr.storage],
                     dst_dev.as_ref(),
                     &storages[&d.storage],
@@ -190,6 +196,29 @@ pub fn run_with_limit(
                 .collect(),
         )
     })
+}
+
+/// The programs of the kernels that run on each runtime's devices (`"CPU"`, `"CUDA"`,
+/// `"HIP"`), in step order: what one translation unit of that runtime holds. A CPU device's
+/// loops and a GPU device's launch-index kernels never share a unit.
+pub fn programs_by_runtime(
+    s: &Schedule,
+) -> Result<BTreeMap<&'static str, Vec<Program>>, ExecError> {
+    let mut out: BTreeMap<&'static str, Vec<Program>> = BTreeMap::new();
+    for st in &s.steps {
+        if let Step::Kernel {
+            device, program, ..
+        } = st
+        {
+            let rt = match runtime::parse_device(&device.to_string())?.0 {
+                "CUDA" => "CUDA",
+                "HIP" => "HIP",
+                _ => "CPU",
+            };
+            out.entry(rt).or_default().push(program.clone());
+        }
+    }
+    Ok(out)
 }
 
 /// Little-endian bytes of elements (uninitialized ones become poison).

@@ -4,7 +4,7 @@
 //!
 //! hiprtc needs no GPU, so its tests run wherever the library is (Debian's `libamdhip64-5`
 //! exports it); without it they print `skipped: <reason>` and pass, unless
-//! `UOPKIT_REQUIRE_HIPRTC=1` (CI) makes its absence a failure. Device tests run only where
+//! `UOPKIT_REQUIRE_BACKENDS=hiprtc` (CI) makes its absence a failure. Device tests run only where
 //! `hip::device_count()` finds a device and print `skipped: <reason>` otherwise.
 
 use std::collections::BTreeMap;
@@ -26,14 +26,14 @@ const HIP0: Device = Device {
 };
 
 /// Whether hiprtc tests should run: true if it is there; false (after printing why) if it is
-/// absent and not required; a failure if it is absent and `UOPKIT_REQUIRE_HIPRTC=1`.
+/// absent and not required; a failure if it is absent and `UOPKIT_REQUIRE_BACKENDS` names hiprtc.
 fn hiprtc_here(test: &str) -> bool {
     match hip::hiprtc_available() {
         Ok(()) => true,
         Err(reason) => {
             assert!(
-                std::env::var("UOPKIT_REQUIRE_HIPRTC").as_deref() != Ok("1"),
-                "UOPKIT_REQUIRE_HIPRTC=1 but hiprtc is unavailable: {reason}"
+                !uopkit_compiler::runtime::required("hiprtc"),
+                "hiprtc is required here (UOPKIT_REQUIRE_BACKENDS) but unavailable: {reason}"
             );
             eprintln!("{test}: skipped: hiprtc unavailable: {reason}");
             false
@@ -599,6 +599,23 @@ fn the_device_paths_drive_a_stand_in_runtime_correctly() {
             "grid, block"
         );
         d0.synchronize().expect("synchronize");
+        // exec across runtimes: CPU:1 → HIP:0 and back are COPY steps staged through the
+        // host (runtime::copy_between), with the values an all-CPU run gives.
+        let copies = |gpu: Device| {
+            let ctx = Ctx::new();
+            let vals: Vec<i64> = (0..8).map(|i| i * 3 - 7).collect();
+            let t = Tensor::from_i64s(&ctx, &[8], DType::Int32, Device::cpu(1), &vals).expect("t");
+            let there = t.copy_to(gpu).expect("to the GPU");
+            let back = there.copy_to(Device::cpu(1)).expect("back");
+            let roots = vec![there.id(), back.id()];
+            let g = ctx.graph();
+            let ver = verify(&g).expect("verifies");
+            let sched =
+                schedule_opts(&g, &ver, &roots, &ScheduleOpts::default()).expect("schedule");
+            assert_eq!(sched.copies(), 2, "{sched}");
+            exec::run(&sched, &ctx.inputs()).unwrap_or_else(|e| panic!("exec on {gpu}: {e}"))
+        };
+        assert_eq!(copies(HIP0), copies(Device::cpu(0)));
     }
     // Everything dropped: every allocation freed and every module unloaded, each on its
     // own device; nothing passed to the wrong device; no zero-byte hipMalloc.
@@ -610,4 +627,65 @@ fn the_device_paths_drive_a_stand_in_runtime_correctly() {
     assert_eq!(fake_counter(&fake, 2), 2, "modules loaded");
     assert_eq!(fake_counter(&fake, 3), 2, "modules unloaded");
     assert_eq!(fake_counter(&fake, 6), 0, "calls for the wrong device");
+}
+
+/// hiprtc (ROCm 5.2) compiles `sqrtf` to the bare `v_sqrt_f32`, which is not correctly
+/// rounded; the HIP prelude routes it through the double root. Checked in the code object
+/// where an LLVM disassembler is at hand (Debian's llvm-15 comes with hipcc).
+#[test]
+fn hip_float32_sqrt_is_the_rounded_double_root() {
+    let prelude = renderer(Lang::Hip).render(&[]).expect("renders").source;
+    assert!(
+        prelude.contains("#define sqrtf(x) uk_sqrt_f32(x)"),
+        "{prelude}"
+    );
+    if !hiprtc_here("hip_float32_sqrt_is_the_rounded_double_root") {
+        return;
+    }
+    let unit = Unit {
+        lang: Lang::Hip,
+        source: prelude
+            + "extern \"C\" __global__ void k_s(float *p0) { p0[threadIdx.x] = sqrtf(p0[threadIdx.x]); }\n",
+        kernels: vec![],
+    };
+    let code = hip::hiprtc_compile(&unit).unwrap_or_else(|e| panic!("hiprtc: {e}"));
+    let objdump = [
+        "llvm-objdump",
+        "llvm-objdump-15",
+        "/usr/lib/llvm-15/bin/llvm-objdump",
+    ]
+    .into_iter()
+    .find(|c| {
+        std::process::Command::new(c)
+            .arg("--version")
+            .output()
+            .is_ok()
+    });
+    let Some(objdump) = objdump else {
+        eprintln!(
+            "hip_float32_sqrt_is_the_rounded_double_root: disassembly skipped: no llvm-objdump"
+        );
+        return;
+    };
+    let disassemble = |code: &[u8]| {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let co = dir.path().join("k.co");
+        std::fs::write(&co, code).expect("write the code object");
+        let out = std::process::Command::new(objdump)
+            .args(["-d", &format!("--mcpu={}", hip::hip_arch())])
+            .arg(&co)
+            .output()
+            .expect("llvm-objdump runs");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let text = disassemble(&code);
+    assert!(text.contains("v_rsq_f64"), "{text}");
+    assert!(!text.contains("v_sqrt_f32"), "{text}");
+    // What the prelude avoids: the plain sqrtf is the hardware instruction.
+    let bare = Unit {
+        source: "extern \"C\" __global__ void k_s(float *p0) { p0[threadIdx.x] = sqrtf(p0[threadIdx.x]); }\n".into(),
+        ..unit
+    };
+    let text = disassemble(&hip::hiprtc_compile(&bare).unwrap_or_else(|e| panic!("hiprtc: {e}")));
+    assert!(text.contains("v_sqrt_f32"), "{text}");
 }

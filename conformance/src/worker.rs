@@ -188,6 +188,9 @@ fn run_request(backend: &dyn Backend, req: &RunRequest) -> Result<ResultAnswer, 
         opts,
         allreduce: req.options.allreduce.clone(),
     };
+    if let Some(why) = backend.skip_reason(&job) {
+        return Err(BackendError::Unsupported(why));
+    }
     let ran = backend.run(&job)?;
     let outs = req
         .outputs

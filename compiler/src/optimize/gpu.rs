@@ -17,6 +17,7 @@
 //!   - a declared `split(k)` (floats too; k ≤ [`MAX_SPLIT_ITEMS`]) uses L = k items, item l
 //!     being the oracle's accumulator l, and combines a[0] ⊕ a[1] ⊕ … left to right, as the
 //!     oracle does.
+//!
 //!   A sequential float fold is left alone (its bits depend on the order the oracle fixes).
 //!   All lidx0 of a kernel have one extent (a second reduction with another L stays
 //!   sequential).
@@ -91,9 +92,11 @@ pub fn threads() -> RuleSet {
 
 fn gidx_to_workgroups(g: &mut Graph, _c: &Captures, id: NodeId) -> Option<NodeId> {
     let reach = g.reachable(&[id]);
+    // Not where work items exist already, nor beside a global index (`idxN` is one item
+    // per workgroup: a block size would multiply its range).
     if reach
         .iter()
-        .any(|&n| special_name(g, n).is_some_and(|s| s.starts_with("lidx")))
+        .any(|&n| special_name(g, n).is_some_and(|s| s.starts_with("lidx") || s.starts_with("idx")))
     {
         return None;
     }

@@ -111,20 +111,19 @@ pub fn render_c(programs: &[Program]) -> String {
 /// The rendered unit together with the kernels' names, symbols and parameters, ready for a
 /// runtime's `compile`.
 pub fn c_unit(programs: &[Program]) -> Unit {
-    let source = CStyle::C.source(programs);
-    let kernels = programs
-        .iter()
-        .map(|p| KernelSig {
-            name: p.name.clone(),
-            symbol: c_symbol(&p.name),
-            params: p.params.clone(),
-            launch: Launch::default(),
-        })
-        .collect();
     Unit {
         lang: Lang::C,
-        source,
-        kernels,
+        source: CStyle::C.source(programs),
+        kernels: programs.iter().map(|p| sig(p, Launch::default())).collect(),
+    }
+}
+
+fn sig(p: &Program, launch: Launch) -> KernelSig {
+    KernelSig {
+        name: p.name.clone(),
+        symbol: c_symbol(&p.name),
+        params: p.params.clone(),
+        launch,
     }
 }
 
@@ -142,12 +141,7 @@ fn unit(d: &CStyle, programs: &[Program]) -> Result<Unit, RenderError> {
                     reason,
                 })?,
             };
-            Ok(KernelSig {
-                name: p.name.clone(),
-                symbol: c_symbol(&p.name),
-                params: p.params.clone(),
-                launch,
-            })
+            Ok(sig(p, launch))
         })
         .collect::<Result<_, RenderError>>()?;
     Ok(Unit {

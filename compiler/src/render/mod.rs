@@ -85,6 +85,7 @@ impl Launch {
     /// the backend's compiler names it.
     pub fn of(p: &Program) -> Result<Launch, String> {
         let mut l = Launch::default();
+        let mut global = [false; 3];
         for (i, inst) in p.insts.iter().enumerate() {
             if inst.op != Op::SPECIAL {
                 continue;
@@ -114,7 +115,17 @@ impl Launch {
             };
             if let Some(axis) = ["0", "1", "2"].iter().position(|a| *a == n) {
                 slot[axis] = extent;
+                if dim.starts_with("idx") {
+                    global[axis] = true;
+                }
             }
+        }
+        // `idxN` renders as blockIdx·blockDim + threadIdx: with work items on its axis it
+        // would range over extent × block.
+        if let Some(axis) = (0..3).find(|&a| global[a] && l.block[a] > 1) {
+            return Err(format!(
+                "idx{axis} (one item per workgroup) and lidx{axis} in one kernel"
+            ));
         }
         Ok(l)
     }
@@ -218,6 +229,9 @@ mod tests {
         // Dimensions no dialect can express are left to the #error line.
         special(&mut p, 9, "gidx3");
         assert_eq!(Launch::of(&p).unwrap(), l);
+        // A global index beside work items on its axis has no launch.
+        special(&mut p, 2, "lidx1");
+        assert!(Launch::of(&p).unwrap_err().contains("idx1"));
     }
 
     #[test]

@@ -167,7 +167,7 @@ pub fn nvrtc_compile(unit: &Unit, arch: &str) -> Result<Vec<u8>> {
         let out = compile_program(prog, &options, arch.starts_with("sm_"));
         // SAFETY: `prog` came from nvrtcCreateProgram and is destroyed once.
         let _ = unsafe { nv::destroy_program(prog) };
-        out.map_err(|log| rejected(log))
+        out.map_err(rejected)
     })
 }
 
@@ -262,7 +262,8 @@ struct CudaProgram {
     ctx: Arc<CudaContext>,
 }
 
-// SAFETY: the handles are only used under the owning device's lock, with its context bound.
+// SAFETY: the handles are used under the owning device's lock with its context bound, except
+// in `Drop`, which binds the context itself (the driver API is thread-safe).
 unsafe impl Send for CudaMem {}
 unsafe impl Sync for CudaMem {}
 unsafe impl Send for CudaProgram {}
@@ -554,11 +555,13 @@ impl Device for CudaDevice {
         let n = src.bytes();
         if self.id == other.id {
             let _g = self.enter()?;
-            return guarded(DRIVER, || {
+            // cuMemcpyDtoD returns before a device-to-device copy is done: wait for it.
+            guarded(DRIVER, || {
                 // SAFETY: two allocations of this context of `n` bytes.
                 unsafe { cu::memcpy_dtod_sync(d.ptr, s.ptr, n) }
                     .map_err(|e| driver_err("cuMemcpyDtoD", e))
-            });
+            })?;
+            return self.sync("cuCtxSynchronize after cuMemcpyDtoD");
         }
         // Two devices: lock both in id order, then a peer copy.
         let (_g1, _g2) = if self.id < other.id {
@@ -570,11 +573,13 @@ impl Device for CudaDevice {
         };
         let peer = guarded(DRIVER, || {
             // SAFETY: `s.ptr` and `d.ptr` are live allocations of `n` bytes in the two
-            // contexts given; the call is synchronous.
+            // contexts given.
             unsafe {
                 cusys::cuMemcpyPeer(d.ptr, other.ctx.cu_ctx(), s.ptr, self.ctx.cu_ctx(), n).result()
             }
-            .map_err(|e| driver_err("cuMemcpyPeer", e))
+            .map_err(|e| driver_err("cuMemcpyPeer", e))?;
+            // Like cuMemcpyDtoD, a peer copy may still run when the call returns.
+            cu::ctx::synchronize().map_err(|e| driver_err("cuCtxSynchronize after cuMemcpyPeer", e))
         });
         drop((_g1, _g2));
         match peer {
@@ -627,12 +632,16 @@ mod tests {
         }
     }
 
-    /// NVRTC present (CI: `UOPKIT_REQUIRE_NVRTC=1` makes absence a failure), else a stated skip.
+    /// NVRTC present (CI: `UOPKIT_REQUIRE_BACKENDS=nvrtc` makes absence a failure), else a
+    /// stated skip.
     fn nvrtc_or_skip() -> bool {
         match nvrtc_available() {
             Ok(()) => true,
-            Err(why) if std::env::var_os("UOPKIT_REQUIRE_NVRTC").is_some() => {
-                panic!("UOPKIT_REQUIRE_NVRTC is set but NVRTC is unavailable: {why}")
+            Err(why) if super::super::required("nvrtc") => {
+                panic!(
+                    "nvrtc is required here ({}) but unavailable: {why}",
+                    super::super::REQUIRE_ENV
+                )
             }
             Err(why) => {
                 eprintln!("skipped: {why}");

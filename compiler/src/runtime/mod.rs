@@ -267,6 +267,16 @@ pub fn copy_between(
     dst_dev.copy_in(dst, &host)
 }
 
+/// The environment variable naming what must be available here (`nvrtc,hiprtc` in CI,
+/// comma-separated): for those, an absent library or device is a failure of the tests and
+/// trials that need it, not a skip.
+pub const REQUIRE_ENV: &str = "UOPKIT_REQUIRE_BACKENDS";
+
+/// Whether [`REQUIRE_ENV`] names `what` (a backend: `nvrtc`, `hiprtc`, `cuda`, …).
+pub fn required(what: &str) -> bool {
+    std::env::var(REQUIRE_ENV).is_ok_and(|v| v.split(',').any(|b| b.trim() == what))
+}
+
 /// Checks a launch's buffers against the kernel's parameters (count, then each buffer's size
 /// against its parameter's elements): what every runtime does before running a kernel.
 /// Which device each buffer belongs to is the runtime's own check.

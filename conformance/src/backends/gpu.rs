@@ -79,6 +79,14 @@ impl Runtime {
         Ok(n)
     }
 
+    /// Whether the runtime's compiler (NVRTC, hiprtc) can be used, or why not.
+    fn compiler_available(self) -> Result<(), String> {
+        match self {
+            Runtime::Cuda => cuda::nvrtc_available(),
+            Runtime::Hip => hip::hiprtc_available(),
+        }
+    }
+
     fn kind_name(self) -> &'static str {
         match self {
             Runtime::Cuda => "CUDA",
@@ -159,7 +167,11 @@ impl Backend for GpuRun {
         if self.simulate {
             return None;
         }
-        self.rt.device_count().err()
+        // A device is not enough: its kernels are compiled here, by NVRTC or hiprtc.
+        self.rt
+            .device_count()
+            .err()
+            .or_else(|| self.rt.compiler_available().err())
     }
 
     fn skip_reason(&self, job: &Job) -> Option<String> {
@@ -257,10 +269,7 @@ impl Backend for GpuCompile {
     }
 
     fn unavailable(&self) -> Option<String> {
-        match self.rt {
-            Runtime::Cuda => cuda::nvrtc_available().err(),
-            Runtime::Hip => hip::hiprtc_available().err(),
-        }
+        self.rt.compiler_available().err()
     }
 
     fn run(&self, job: &Job) -> Result<Ran, BackendError> {
@@ -362,29 +371,16 @@ mod tests {
 
     fn corpus_cases() -> Vec<(String, crate::case::Case)> {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../corpus");
-        let mut out = vec![];
-        let mut stack = vec![root.clone()];
-        while let Some(d) = stack.pop() {
-            let mut entries: Vec<_> = std::fs::read_dir(&d)
-                .unwrap()
-                .map(|e| e.unwrap().path())
-                .collect();
-            entries.sort();
-            for p in entries {
-                if p.is_dir() {
-                    if !p.ends_with("gen") {
-                        stack.push(p);
-                    }
-                } else if p.extension().is_some_and(|e| e == "json") {
-                    let name = p.strip_prefix(&root).unwrap().with_extension("");
-                    out.push((
-                        name.to_string_lossy().into_owned(),
-                        crate::load::read_case(&p).unwrap(),
-                    ));
-                }
-            }
-        }
-        out
+        crate::corpus::case_files(&root)
+            .unwrap()
+            .iter()
+            .map(|f| {
+                (
+                    crate::corpus::case_name(&root, f),
+                    crate::load::read_case(f).unwrap(),
+                )
+            })
+            .collect()
     }
 
     /// Every corpus case, placed on CUDA devices (all of them, or only CPU:0), scheduled and
@@ -393,18 +389,25 @@ mod tests {
     #[test]
     fn every_case_on_both_placements_agrees_with_the_oracle() {
         let allow = Allowances::strict("sim");
-        let mut ran = 0;
+        let cases = corpus_cases();
+        let defined = cases
+            .iter()
+            .filter(|(_, c)| c.expect_error.is_none())
+            .count();
         for placement in [Placement::Gpu, Placement::Mixed] {
             let b = GpuRun::simulated(Runtime::Cuda, placement);
-            for (name, case) in corpus_cases() {
-                match judge(&case, &name, &b, &allow) {
-                    Verdict::Pass => ran += 1,
-                    Verdict::Skip(_) => {}
+            let mut passed = 0;
+            for (name, case) in &cases {
+                match judge(case, name, &b, &allow) {
+                    Verdict::Pass => passed += 1,
+                    Verdict::Skip(why) if case.expect_error.is_some() => {
+                        assert!(why.contains("oracle-only"))
+                    }
                     other => panic!("{} {name}: {other:?}", b.name()),
                 }
             }
+            assert_eq!(passed, defined, "{}", b.name());
         }
-        assert!(ran > 600, "only {ran} trials ran");
     }
 
     fn run_case(name: &str, placement: Placement) -> Ran {
@@ -478,5 +481,48 @@ mod tests {
         }
         assert!(seen.contains("CPU:1"), "{sched}");
         assert!(!pairs(&sched.copy_pairs()).is_empty(), "{sched}");
+    }
+
+    /// What `exec` compiles for a mixed schedule: one unit per runtime, the C unit with the
+    /// CPU device's loops only (no launch index, no `#error`), the CUDA unit with the GPU
+    /// kernels only — on every multi-device case of the corpus.
+    #[test]
+    fn mixed_schedules_render_one_unit_per_runtime() {
+        let mut both = 0;
+        for (name, case) in corpus_cases() {
+            if case.expect_error.is_some()
+                || !name.starts_with("multi/")
+                    && !name.starts_with("allreduce/")
+                    && !name.starts_with("seeds/")
+            {
+                continue;
+            }
+            let ran = run_case(&name, Placement::Mixed);
+            let sched = ran.schedule.unwrap();
+            let units = exec::programs_by_runtime(&sched).unwrap();
+            for (rt, progs) in &units {
+                let gpu = progs.iter().all(|p| {
+                    p.insts
+                        .iter()
+                        .any(|i| i.op == uopkit_interp::ir::Op::SPECIAL)
+                });
+                let cpu = progs.iter().all(|p| {
+                    !p.insts
+                        .iter()
+                        .any(|i| i.op == uopkit_interp::ir::Op::SPECIAL)
+                });
+                match *rt {
+                    "CPU" => {
+                        assert!(cpu, "{name}");
+                        let src = render::renderer(Lang::C).render(progs).unwrap().source;
+                        assert!(!src.contains("#error"), "{name}:\n{src}");
+                    }
+                    "CUDA" => assert!(gpu, "{name}"),
+                    other => panic!("{name}: runtime {other}"),
+                }
+            }
+            both += usize::from(units.len() == 2);
+        }
+        assert!(both > 5, "only {both} cases had kernels on both runtimes");
     }
 }

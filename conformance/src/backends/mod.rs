@@ -135,16 +135,9 @@ pub trait Backend: Send + Sync {
     fn run(&self, job: &Job) -> Result<Ran, BackendError>;
 }
 
-/// The environment variable naming backends that must be available (`nvrtc,hiprtc` in CI):
-/// for those, [`Backend::unavailable`] fails every trial instead of skipping it.
-pub const REQUIRE_ENV: &str = "UOPKIT_REQUIRE_BACKENDS";
-
-/// Whether [`REQUIRE_ENV`] names `backend`.
-pub fn required(backend: &str) -> bool {
-    std::env::var(REQUIRE_ENV)
-        .map(|v| v.split(',').any(|b| b.trim() == backend))
-        .unwrap_or(false)
-}
+/// The backends that must be available (`UOPKIT_REQUIRE_BACKENDS=nvrtc,hiprtc` in CI): for
+/// those, [`Backend::unavailable`] fails every trial instead of skipping it.
+pub use uopkit_compiler::runtime::{required, REQUIRE_ENV};
 
 /// The text of a caught panic.
 pub fn panic_message(p: &(dyn std::any::Any + Send)) -> String {

@@ -21,6 +21,11 @@ pub struct Entry {
     pub about: String,
     /// Runs compiled code: opened in worker processes unless in-process mode is asked for.
     pub compiled: bool,
+    /// Drives a GPU (`cuda`, `hip`, …): its worker runs without the address-space limit (a
+    /// GPU driver reserves host address space of several times the device's memory), and a
+    /// worker that cannot start makes the backend unavailable — every trial skipped with the
+    /// reason, or failed where `UOPKIT_REQUIRE_BACKENDS` names it — instead of stopping the run.
+    pub gpu: bool,
     factory: Factory,
 }
 
@@ -110,6 +115,7 @@ impl Registry {
                 r.register(b.name().to_string().as_str(), &about, true, move || {
                     Ok(Arc::new(gpu::GpuRun::new(rt, placement)))
                 });
+                r.mark_gpu(b.name());
             }
         }
         r
@@ -129,9 +135,18 @@ impl Registry {
                 name: name.to_string(),
                 about: about.to_string(),
                 compiled,
+                gpu: false,
                 factory: Arc::new(factory),
             },
         );
+        self
+    }
+
+    /// Marks a registered backend as driving a GPU ([`Entry::gpu`]).
+    pub fn mark_gpu(&mut self, name: &str) -> &mut Self {
+        if let Some(e) = self.entries.get_mut(name) {
+            e.gpu = true;
+        }
         self
     }
 
@@ -180,11 +195,39 @@ impl Registry {
             args: opts.worker_args.clone(),
             env: vec![(WORKER_ENV.to_string(), spec.to_string())],
         };
-        Ok(Arc::new(ProcessBackend::start(
-            spec,
-            sp,
-            opts.limits.clone(),
-        )?))
+        let mut limits = opts.limits.clone();
+        if e.gpu {
+            limits.memory = None;
+        }
+        match ProcessBackend::start(spec, sp, limits) {
+            Ok(pb) => Ok(Arc::new(pb)),
+            Err(why) if e.gpu => Ok(Arc::new(Unavailable {
+                name: spec.to_string(),
+                reason: format!("its worker did not start: {why}"),
+            })),
+            Err(why) => Err(why),
+        }
+    }
+}
+
+/// A GPU backend whose worker could not start (a driver that crashes or hangs at
+/// initialization): every trial is skipped with the reason, or fails where required.
+struct Unavailable {
+    name: String,
+    reason: String,
+}
+
+impl Backend for Unavailable {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn unavailable(&self) -> Option<String> {
+        Some(self.reason.clone())
+    }
+
+    fn run(&self, _job: &super::Job) -> Result<super::Ran, super::BackendError> {
+        Err(super::BackendError::Unsupported(self.reason.clone()))
     }
 }
 

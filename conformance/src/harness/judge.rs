@@ -154,20 +154,6 @@ fn judge_inner(
             Err(report) => Verdict::fail(FailKind::Expectation, report),
         });
     }
-    if let Some(why) = backend.unavailable() {
-        return only(if crate::backends::required(backend.name()) {
-            Verdict::fail(
-                FailKind::Backend,
-                format!(
-                    "{} is required here ({}) but unavailable: {why}",
-                    backend.name(),
-                    crate::backends::REQUIRE_ENV
-                ),
-            )
-        } else {
-            Verdict::Skip(why)
-        });
-    }
     if case.expect_error.is_some() {
         return only(Verdict::Skip(
             "undefined or invalid graph: oracle-only".into(),
@@ -206,6 +192,20 @@ fn judge_inner(
         opts,
         allreduce: case.schedule.as_ref().and_then(|s| s.allreduce.clone()),
     };
+    if let Some(why) = backend.unavailable() {
+        return only(if crate::backends::required(backend.name()) {
+            Verdict::fail(
+                FailKind::Backend,
+                format!(
+                    "{} is required here ({}) but unavailable: {why}",
+                    backend.name(),
+                    crate::backends::REQUIRE_ENV
+                ),
+            )
+        } else {
+            Verdict::Skip(why)
+        });
+    }
     if let Some(why) = backend.skip_reason(&job) {
         return only(Verdict::Skip(why));
     }
