@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use libloading::Library;
 
 use super::fpenv::FpGuard;
-use super::{Buffer, CCompiler, Compiled, Device, Error, KernelSig, Lang, Result, Unit};
+use super::{Buffer, CCompiler, Compiled, Device, Error, Lang, Result, Unit};
 
 /// Allocation alignment (a cache line; enough for any element type and for vector loads).
 const ALIGN: usize = 64;
@@ -148,13 +148,7 @@ impl Device for CpuDevice {
 
     fn copy_in(&self, dst: &Buffer, data: &[u8]) -> Result<()> {
         let m = self.mem(dst)?;
-        if data.len() != dst.bytes() {
-            return Err(Error::SizeMismatch {
-                what: "copy_in data",
-                expected: dst.bytes(),
-                got: data.len(),
-            });
-        }
+        super::check_copy_in(dst, data)?;
         let _g = self.guard();
         // SAFETY: `m` holds `dst.bytes()` bytes; the device lock excludes other accesses.
         unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), m.ptr.as_ptr(), data.len()) };
@@ -194,16 +188,7 @@ impl Device for CpuDevice {
     }
 
     fn launch(&self, prog: &Compiled, kernel: &str, args: &[&Buffer]) -> Result<()> {
-        let cpu = prog.raw::<CpuProgram>().ok_or_else(|| {
-            Error::Unsupported(format!(
-                "a {} program cannot run on {}",
-                prog.runtime(),
-                self.name
-            ))
-        })?;
-        let sig: &KernelSig = prog
-            .kernel(kernel)
-            .ok_or_else(|| Error::UnknownKernel(kernel.to_string()))?;
+        let (cpu, sig) = super::program_for::<CpuProgram>(prog, kernel, &self.name, |_| true)?;
         let f = *cpu
             .kernels
             .get(kernel)
@@ -232,13 +217,7 @@ impl Device for CpuDevice {
             )));
         };
         let (s, d) = (self.mem(src)?, other.mem(dst)?);
-        if src.bytes() != dst.bytes() {
-            return Err(Error::SizeMismatch {
-                what: "copy destination",
-                expected: src.bytes(),
-                got: dst.bytes(),
-            });
-        }
+        super::check_copy_sizes(src, dst)?;
         if std::ptr::eq(s, d) {
             return Ok(());
         }

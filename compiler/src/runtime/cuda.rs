@@ -419,13 +419,7 @@ impl Device for CudaDevice {
 
     fn copy_in(&self, dst: &Buffer, data: &[u8]) -> Result<()> {
         let m = self.mem(dst)?;
-        if data.len() != dst.bytes() {
-            return Err(Error::SizeMismatch {
-                what: "copy_in data",
-                expected: dst.bytes(),
-                got: data.len(),
-            });
-        }
+        super::check_copy_in(dst, data)?;
         if data.is_empty() {
             return Ok(());
         }
@@ -486,19 +480,8 @@ impl Device for CudaDevice {
     }
 
     fn launch(&self, prog: &Compiled, kernel: &str, args: &[&Buffer]) -> Result<()> {
-        let cuda = prog
-            .raw::<CudaProgram>()
-            .filter(|p| p.owner == self.id)
-            .ok_or_else(|| {
-                Error::Unsupported(format!(
-                    "a program compiled by {} for another device cannot run on {}",
-                    prog.runtime(),
-                    self.name
-                ))
-            })?;
-        let sig = prog
-            .kernel(kernel)
-            .ok_or_else(|| Error::UnknownKernel(kernel.to_string()))?;
+        let (cuda, sig) =
+            super::program_for::<CudaProgram>(prog, kernel, &self.name, |p| p.owner == self.id)?;
         let f = *cuda
             .functions
             .get(kernel)
@@ -542,13 +525,7 @@ impl Device for CudaDevice {
             )));
         };
         let (s, d) = (self.mem(src)?, other.mem(dst)?);
-        if src.bytes() != dst.bytes() {
-            return Err(Error::SizeMismatch {
-                what: "copy destination",
-                expected: src.bytes(),
-                got: dst.bytes(),
-            });
-        }
+        super::check_copy_sizes(src, dst)?;
         if src.bytes() == 0 || s.ptr == d.ptr && self.id == other.id {
             return Ok(());
         }

@@ -729,17 +729,6 @@ impl HipDevice {
     }
 }
 
-fn size_check(src: &Buffer, dst: &Buffer) -> Result<()> {
-    if src.bytes() != dst.bytes() {
-        return Err(Error::SizeMismatch {
-            what: "copy destination",
-            expected: src.bytes(),
-            got: dst.bytes(),
-        });
-    }
-    Ok(())
-}
-
 impl Device for HipDevice {
     fn name(&self) -> &str {
         &self.name
@@ -775,13 +764,7 @@ impl Device for HipDevice {
 
     fn copy_in(&self, dst: &Buffer, data: &[u8]) -> Result<()> {
         let m = self.mem(dst)?;
-        if data.len() != dst.bytes() {
-            return Err(Error::SizeMismatch {
-                what: "copy_in data",
-                expected: dst.bytes(),
-                got: data.len(),
-            });
-        }
+        super::check_copy_in(dst, data)?;
         let _g = self.enter()?;
         self.memcpy(
             m.ptr,
@@ -839,19 +822,8 @@ impl Device for HipDevice {
     }
 
     fn launch(&self, prog: &Compiled, kernel: &str, args: &[&Buffer]) -> Result<()> {
-        let hip = prog
-            .raw::<HipProgram>()
-            .filter(|p| p.owner == self.id)
-            .ok_or_else(|| {
-                Error::Unsupported(format!(
-                    "a {} program compiled for another device cannot run on {}",
-                    prog.runtime(),
-                    self.name
-                ))
-            })?;
-        let sig: &KernelSig = prog
-            .kernel(kernel)
-            .ok_or_else(|| Error::UnknownKernel(kernel.to_string()))?;
+        let (hip, sig) =
+            super::program_for::<HipProgram>(prog, kernel, &self.name, |p| p.owner == self.id)?;
         let f = *hip
             .functions
             .get(kernel)
@@ -900,7 +872,7 @@ impl Device for HipDevice {
             )));
         };
         let (s, d) = (self.mem(src)?, other.mem(dst)?);
-        size_check(src, dst)?;
+        super::check_copy_sizes(src, dst)?;
         if std::ptr::eq(s, d) {
             return Ok(());
         }

@@ -256,13 +256,7 @@ pub fn copy_between(
     if src_dev.runtime() == dst_dev.runtime() {
         return src_dev.copy_to(src, dst_dev, dst);
     }
-    if src.bytes() != dst.bytes() {
-        return Err(Error::SizeMismatch {
-            what: "copy destination",
-            expected: src.bytes(),
-            got: dst.bytes(),
-        });
-    }
+    check_copy_sizes(src, dst)?;
     let host = src_dev.copy_out(src)?;
     dst_dev.copy_in(dst, &host)
 }
@@ -300,6 +294,51 @@ pub fn check_args(sig: &KernelSig, args: &[&Buffer]) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// `data` must fill `dst` exactly (every runtime's `copy_in`).
+pub fn check_copy_in(dst: &Buffer, data: &[u8]) -> Result<()> {
+    if data.len() != dst.bytes() {
+        return Err(Error::SizeMismatch {
+            what: "copy_in data",
+            expected: dst.bytes(),
+            got: data.len(),
+        });
+    }
+    Ok(())
+}
+
+/// A copy's source and destination have one size (every runtime's `copy_to`).
+pub fn check_copy_sizes(src: &Buffer, dst: &Buffer) -> Result<()> {
+    if src.bytes() != dst.bytes() {
+        return Err(Error::SizeMismatch {
+            what: "copy destination",
+            expected: src.bytes(),
+            got: dst.bytes(),
+        });
+    }
+    Ok(())
+}
+
+/// The runtime's own program `P` inside `prog` and the signature of `kernel`, for a launch on
+/// `device`: [`Error::Unsupported`] when `prog` was compiled by another runtime or for
+/// another device (`mine` says), [`Error::UnknownKernel`] when it has no such kernel.
+pub fn program_for<'a, P: Any>(
+    prog: &'a Compiled,
+    kernel: &str,
+    device: &str,
+    mine: impl Fn(&P) -> bool,
+) -> Result<(&'a P, &'a KernelSig)> {
+    let p = prog.raw::<P>().filter(|p| mine(p)).ok_or_else(|| {
+        Error::Unsupported(format!(
+            "a program compiled by {} for another device cannot run on {device}",
+            prog.runtime()
+        ))
+    })?;
+    let sig = prog
+        .kernel(kernel)
+        .ok_or_else(|| Error::UnknownKernel(kernel.to_string()))?;
+    Ok((p, sig))
 }
 
 /// Keeps the source of a unit that a GPU compiler rejected, for its error message: written
