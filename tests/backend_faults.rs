@@ -32,6 +32,11 @@ impl Backend for Faulty {
         Some("cpu".into())
     }
 
+    /// Asked in the worker (it knows the job): the harness sees a skip with this reason.
+    fn skip_reason(&self, job: &Job) -> Option<String> {
+        (job.case == "skipme").then(|| "faulty does not take cases named skipme".to_string())
+    }
+
     fn run(&self, job: &Job) -> Result<Ran, BackendError> {
         match job.case {
             // SAFETY: deliberately crashing the worker process is the point of this test.
@@ -95,7 +100,7 @@ fn faults(c: &mut Checks) {
     let corpus = dir.path().join("corpus");
     std::fs::create_dir_all(&corpus).expect("corpus dir");
     let src = repo().join("corpus/alu/add_float32.json");
-    for name in ["segv", "hang", "abort", "oom", "ftz"] {
+    for name in ["segv", "hang", "abort", "oom", "ftz", "skipme"] {
         std::fs::copy(&src, corpus.join(format!("{name}.json"))).expect("copy");
     }
     for (i, other) in [
@@ -148,6 +153,12 @@ fn faults(c: &mut Checks) {
             || format!("expected a crash failure mentioning '{want}', got {v:?}"),
         );
     }
+    let v = verdict("skipme", "faulty");
+    c.check(
+        "faults::a_workers_skip_reason_is_a_skip",
+        v == Verdict::Skip("faulty does not take cases named skipme".into()),
+        || format!("{v:?}"),
+    );
     for case in ["ok0", "ok1", "ok2"] {
         let v = verdict(case, "faulty");
         c.check(
