@@ -57,7 +57,7 @@ static __thread fctx *cur = 0;
 static int inited = 0;
 static long counters[20];
 enum { ALLOCS, FREES, LOADS, UNLOADS, LAUNCHES, PEERS, WRONG, SETS, GRID_X, BLOCK_X,
-       RETAINS, RELEASES, SYNCS, PEND0, PEND1, EFLAGS, ZERO_ALLOCS };
+       RETAINS, RELEASES, SYNCS, PEND0, PEND1, EFLAGS, ZERO_ALLOCS, PTX };
 long fake_counter(int i) { return counters[i]; }
 static hdr *H(dptr p) { return (hdr *)((char *)(size_t)p - 16); }
 static int mine(dptr p) { return cur && p && H(p)->dev == cur->dev; }
@@ -114,7 +114,9 @@ int cuModuleLoadData(void **m, const void *image) {
   if (!memcmp(b, "\x7f" "ELF", 4)) {
     if (b[18] + 256 * b[19] != 190) return 200; /* EM_CUDA */
     memcpy(&counters[EFLAGS], b + 48, 4); /* e_flags of an ELF64 header */
-  } else if (!strstr(image, ".version")) return 200; /* PTX text */
+  } else if (strstr(image, ".version") && strstr(image, ".entry k_fake_add")) {
+    counters[PTX] = !!strstr(image, ".target sm_90"); /* PTX text for compute_90 */
+  } else return 200;
   fmod *f = malloc(sizeof *f); f->dev = cur->dev; *m = f; counters[LOADS]++; return 0;
 }
 #endif
@@ -158,6 +160,7 @@ const PEND0: i32 = 13;
 const PEND1: i32 = 14;
 const EFLAGS: i32 = 15;
 const ZERO_ALLOCS: i32 = 16;
+const PTX: i32 = 17;
 
 /// Whether NVRTC tests should run: true if it is there; false (after printing why) if it is
 /// absent and not required; a failure if it is absent and `UOPKIT_REQUIRE_BACKENDS` names nvrtc.
@@ -202,21 +205,25 @@ fn build_fake(test: &str, dir: &Path, flags: &[&str]) -> Option<PathBuf> {
 }
 
 /// Runs test `name` again in a child process whose loader finds the fake `so` first as
-/// `libcuda.so` (NVRTC still wherever the parent finds it), and checks that it passed.
-fn run_child(name: &str, so: &Path) {
+/// `libcuda.so` (NVRTC still wherever the parent finds it), with [`cuda::ARCH_ENV`] set to
+/// `arch` or unset, and checks that it passed.
+fn run_child(name: &str, so: &Path, arch: Option<&str>) {
     let dir = so.parent().expect("the fake's directory");
     let mut path = dir.as_os_str().to_owned();
     if let Some(old) = std::env::var_os("LD_LIBRARY_PATH").filter(|p| !p.is_empty()) {
         path.push(":");
         path.push(old);
     }
-    let out = std::process::Command::new(std::env::current_exe().expect("test binary"))
+    let mut child = std::process::Command::new(std::env::current_exe().expect("test binary"));
+    child
         .args(["--exact", name, "--nocapture", "--test-threads=1"])
         .env(FAKE_CHILD_ENV, so)
         .env("LD_LIBRARY_PATH", path)
-        .env_remove(cuda::ARCH_ENV)
-        .output()
-        .expect("run the child");
+        .env_remove(cuda::ARCH_ENV);
+    if let Some(arch) = arch {
+        child.env(cuda::ARCH_ENV, arch);
+    }
+    let out = child.output().expect("run the child");
     let text =
         String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "child failed:\n{text}");
@@ -224,9 +231,10 @@ fn run_child(name: &str, so: &Path) {
     eprintln!("{name}: child:\n{text}");
 }
 
-/// In the parent: builds the fake and runs `name` in a child against it. In the child: the
-/// fake's path. None in the parent (its work is done) or when the test is skipped.
-fn parent_or_child(name: &str, flags: &[&str]) -> Option<PathBuf> {
+/// In the parent: builds the fake with the C compiler's `flags` and runs `name` in a child
+/// against it (with `arch` as [`cuda::ARCH_ENV`]). In the child: the fake's path. None in the
+/// parent (its work is done) or when the test is skipped.
+fn parent_or_child(name: &str, flags: &[&str], arch: Option<&str>) -> Option<PathBuf> {
     if let Ok(so) = std::env::var(FAKE_CHILD_ENV) {
         if let Err(reason) = cuda::nvrtc_available() {
             panic!("NVRTC unavailable in the child: {reason}");
@@ -238,7 +246,7 @@ fn parent_or_child(name: &str, flags: &[&str]) -> Option<PathBuf> {
     }
     let dir = tempfile::tempdir().expect("temp dir");
     let so = build_fake(name, dir.path(), flags)?;
-    run_child(name, &so);
+    run_child(name, &so, arch);
     None
 }
 
@@ -282,7 +290,7 @@ fn add_unit() -> Unit {
 #[test]
 fn the_device_paths_drive_a_stand_in_driver_correctly() {
     const NAME: &str = "the_device_paths_drive_a_stand_in_driver_correctly";
-    let Some(lib_path) = parent_or_child(NAME, &[]) else {
+    let Some(lib_path) = parent_or_child(NAME, &[], None) else {
         return;
     };
     // In the child: libcuda.so is the fake, NVRTC the real one.
@@ -521,7 +529,7 @@ fn the_device_paths_drive_a_stand_in_driver_correctly() {
 #[test]
 fn a_missing_driver_symbol_is_unavailable_not_a_panic() {
     const NAME: &str = "a_missing_driver_symbol_is_unavailable_not_a_panic";
-    let Some(_) = parent_or_child(NAME, &["-DOMIT_LOAD"]) else {
+    let Some(_) = parent_or_child(NAME, &["-DOMIT_LOAD"], None) else {
         return;
     };
     let d = runtime::open("CUDA:1").expect("CUDA:1");
@@ -535,4 +543,38 @@ fn a_missing_driver_symbol_is_unavailable_not_a_panic() {
     let x = d.alloc(8).expect("alloc");
     d.copy_in(&x, &words(&[5, 6])).expect("copy_in");
     assert_eq!(d.copy_out(&x).expect("copy_out"), words(&[5, 6]));
+}
+
+/// With [`cuda::ARCH_ENV`] naming a virtual architecture, NVRTC's PTX text (NUL-terminated)
+/// is the module image, and the kernel runs as with a CUBIN.
+#[test]
+fn a_virtual_architecture_loads_ptx_text() {
+    const NAME: &str = "a_virtual_architecture_loads_ptx_text";
+    let Some(lib_path) = parent_or_child(NAME, &[], Some("compute_90")) else {
+        return;
+    };
+    // SAFETY: the fake has no initializers.
+    let fake = unsafe { libloading::Library::new(&lib_path) }.expect("the fake");
+    let d = runtime::open("CUDA:0").expect("CUDA:0");
+    assert!(format!("{d:?}").contains("compute_90"), "{d:?}");
+    {
+        let prog = d.compile(&add_unit()).expect("compile to PTX");
+        assert_eq!(
+            fake_counter(&fake, PTX),
+            1,
+            "PTX text for compute_90 loaded"
+        );
+        assert_eq!(fake_counter(&fake, EFLAGS), 0, "no CUBIN");
+        let (a, b) = (d.alloc(32).expect("a"), d.alloc(32).expect("b"));
+        d.copy_in(&a, &words(&[0, 1, 2, 3, 4, 5, 6, 7])).expect("a");
+        d.copy_in(&b, &words(&[7; 8])).expect("b");
+        d.launch(&prog, "add", &[&a, &b]).expect("launch");
+        assert_eq!(
+            d.copy_out(&a).expect("result"),
+            words(&[7, 8, 9, 10, 11, 12, 13, 14])
+        );
+    }
+    assert_eq!(fake_counter(&fake, ALLOCS), fake_counter(&fake, FREES));
+    assert_eq!(fake_counter(&fake, UNLOADS), 1);
+    assert_eq!(fake_counter(&fake, WRONG), 0);
 }
