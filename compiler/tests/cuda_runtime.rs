@@ -43,8 +43,8 @@ const FAKE_CHILD_ENV: &str = "UOPKIT_CUDA_TEST_FAKE_CHILD";
 /// the C types of cudarc's `sys` bindings: CUresult an int, CUdevice an int, CUdeviceptr an
 /// unsigned long long, contexts, modules and functions pointers. Only codes CUresult names are
 /// returned (1 invalid value, 3 not initialized, 101 invalid device, 200 invalid image, 201
-/// invalid context, 217 peer access unsupported, 500 not found). With `-DOMIT_LOAD` it lacks
-/// cuModuleLoadData.
+/// invalid context, 217 peer access unsupported, 500 not found, 2 out of memory for 1 TiB or
+/// more). With `-DOMIT_LOAD` it lacks cuModuleLoadData.
 const FAKE_CUDA: &str = r#"
 #include <stdlib.h>
 #include <string.h>
@@ -84,6 +84,7 @@ int cuCtxSynchronize(void) { if (!cur) return 201; counters[SYNCS]++; counters[P
 int cuMemAlloc_v2(dptr *p, size_t n) {
   if (!cur) return 201;
   if (n == 0) { counters[ZERO_ALLOCS]++; return 1; }
+  if (n >= (1ull << 40)) return 2; /* out of memory */
   char *m = malloc(n + 16); ((hdr *)m)->dev = cur->dev; ((hdr *)m)->n = n;
   *p = (dptr)(size_t)(m + 16); counters[ALLOCS]++; return 0;
 }
@@ -367,6 +368,10 @@ fn the_device_paths_drive_a_stand_in_driver_correctly() {
             d0.copy_in(&x, &data[..8]),
             Err(Error::SizeMismatch { .. })
         ));
+        match d1.alloc(1 << 40) {
+            Err(Error::OutOfMemory(n)) => assert_eq!(n, 1 << 40),
+            other => panic!("expected OutOfMemory, got {other:?}"),
+        }
         let empty = d1.alloc(0).expect("alloc 0");
         d1.copy_in(&empty, &[]).expect("copy_in 0");
         assert_eq!(d1.copy_out(&empty).expect("copy_out 0"), Vec::<u8>::new());
