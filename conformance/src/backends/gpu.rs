@@ -129,8 +129,9 @@ impl GpuRun {
     }
 
     /// The same placement and schedule, run by the exact kernel interpreter (no device, in
-    /// this process): what the tests use to check placements, cross-runtime copies and the
-    /// facts' device names on machines without a GPU.
+    /// this process): what the tests use to check placements, schedules that span a GPU and
+    /// a CPU device, and the facts' device names on machines without a GPU (`exec`'s own
+    /// cross-runtime path is tested against stand-in drivers in compiler/tests).
     pub fn simulated(rt: Runtime, placement: Placement) -> Self {
         GpuRun {
             simulate: true,
