@@ -135,7 +135,16 @@ pub fn nvrtc_options(arch: &str) -> Vec<String> {
     o
 }
 
-/// Compiles a CUDA unit with NVRTC for `arch`: a CUBIN for a real architecture (`sm_*`), a
+/// How many times this process ran NVRTC (the rest were answered by [`nvrtc_compile`]'s
+/// per-process cache).
+pub fn nvrtc_compiles() -> u64 {
+    NVRTC_COMPILES.load(Ordering::Relaxed)
+}
+
+static NVRTC_COMPILES: AtomicU64 = AtomicU64::new(0);
+
+/// Compiles a CUDA unit with NVRTC for `arch` (once per source and architecture in a
+/// process; rejected units are not kept): a CUBIN for a real architecture (`sm_*`), a
 /// NUL-terminated PTX text for a virtual one (`compute_*`); either is a module image the
 /// driver loads. A rejected unit is [`Error::GpuCompile`] with NVRTC's log.
 pub fn nvrtc_compile(unit: &Unit, arch: &str) -> Result<Vec<u8>> {
@@ -156,19 +165,40 @@ pub fn nvrtc_compile(unit: &Unit, arch: &str) -> Result<Vec<u8>> {
         log,
         source_path: super::keep_rejected_source(&unit.source, "cu"),
     };
+    // One compile per (source, architecture) in a process: a schedule over CUDA:0..n
+    // compiles its unit once, not once per device.
+    type Images = BTreeMap<([u8; 32], String), Arc<Vec<u8>>>;
+    static IMAGES: OnceLock<Mutex<Images>> = OnceLock::new();
+    let key = {
+        use sha2::Digest as _;
+        (
+            sha2::Sha256::digest(unit.source.as_bytes()).into(),
+            arch.to_string(),
+        )
+    };
+    let images = IMAGES.get_or_init(|| Mutex::new(BTreeMap::new()));
+    if let Some(image) = images.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+        return Ok(image.as_ref().clone());
+    }
     let src = CString::new(unit.source.as_bytes())
         .map_err(|_| rejected("the source contains a NUL byte".into()))?;
     let name = c"uopkit.cu";
-    guarded(NVRTC, || {
+    let image = guarded(NVRTC, || {
         let prog = nv::create_program(&src, Some(name)).map_err(|e| Error::Unavailable {
             what: NVRTC,
             reason: format!("nvrtcCreateProgram failed: {e:?}"),
         })?;
+        NVRTC_COMPILES.fetch_add(1, Ordering::Relaxed);
         let out = compile_program(prog, &options, arch.starts_with("sm_"));
         // SAFETY: `prog` came from nvrtcCreateProgram and is destroyed once.
         let _ = unsafe { nv::destroy_program(prog) };
         out.map_err(rejected)
-    })
+    })?;
+    images
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(key, Arc::new(image.clone()));
+    Ok(image)
 }
 
 /// Compiles `prog` and returns its image (CUBIN or PTX), or the log.
@@ -635,6 +665,10 @@ mod tests {
         let ok = unit("extern \"C\" __global__ void k_a(float *p0, float *p1) { p0[threadIdx.x] = p0[threadIdx.x] * p1[threadIdx.x] + 1.0f; }");
         let cubin = nvrtc_compile(&ok, "sm_90").unwrap();
         assert_eq!(&cubin[..4], b"\x7fELF", "a CUBIN is an ELF image");
+        // The same unit and architecture again: the image, without NVRTC.
+        let runs = nvrtc_compiles();
+        assert_eq!(nvrtc_compile(&ok, "sm_90").unwrap(), cubin);
+        assert_eq!(nvrtc_compiles(), runs);
         let ptx = nvrtc_compile(&ok, "compute_90").unwrap();
         let text = String::from_utf8_lossy(&ptx);
         assert!(text.contains(".entry k_a"), "{text}");
