@@ -153,12 +153,113 @@ pub struct ScheduleExpect {
 }
 
 impl Case {
-    /// The canonical text of a case file (what `uopkit fmt` writes).
+    /// The canonical text of a case file (what `uopkit fmt` writes; the corpus generator's
+    /// `builder.dumps_case` writes the same bytes): one top-level key per line, `graph` and
+    /// `outputs` one element per line and `inputs` one buffer per line, each value written
+    /// as Python's `json.dumps` writes it (`", "` and `": "`, non-ASCII as `\uXXXX`), a
+    /// newline at the end.
     pub fn to_canonical_string(&self) -> String {
-        // Serializing plain data with string keys cannot fail.
-        let mut s = serde_json::to_string_pretty(self).unwrap_or_default();
-        s.push('\n');
-        s
+        let mut parts: Vec<String> = vec![
+            field("format", &self.format),
+            field("description", &self.description),
+            field("tags", &self.tags),
+            rows("graph", self.graph.iter().map(|n| compact(n))),
+            if self.inputs.is_empty() {
+                field("inputs", &self.inputs)
+            } else {
+                let inner: Vec<String> = self
+                    .inputs
+                    .iter()
+                    .map(|(k, v)| format!("    {}: {}", compact(k), compact(v)))
+                    .collect();
+                format!("  \"inputs\": {{\n{}\n  }}", inner.join(",\n"))
+            },
+            rows("outputs", self.outputs.iter().map(|o| compact(o))),
+        ];
+        if let Some(e) = &self.expect_error {
+            parts.push(field("expect_error", e));
+        }
+        if let Some(s) = &self.schedule {
+            parts.push(field("schedule", s));
+        }
+        format!("{{\n{}\n}}\n", parts.join(",\n"))
+    }
+}
+
+/// `  "key": value` with the value on one line.
+fn field(key: &str, v: &impl Serialize) -> String {
+    format!("  {}: {}", compact(&key), compact(v))
+}
+
+/// `  "key": [` one element per line `]` (`[]` when empty).
+fn rows(key: &str, items: impl Iterator<Item = String>) -> String {
+    let items: Vec<String> = items.map(|s| format!("    {s}")).collect();
+    if items.is_empty() {
+        return format!("  {}: []", compact(&key));
+    }
+    format!("  {}: [\n{}\n  ]", compact(&key), items.join(",\n"))
+}
+
+/// One value on one line, as Python's `json.dumps(v)` writes it.
+fn compact(v: &impl Serialize) -> String {
+    let mut out = Vec::new();
+    let mut ser = serde_json::Serializer::with_formatter(&mut out, PyFormatter);
+    // Plain data with string keys: serializing cannot fail.
+    if v.serialize(&mut ser).is_err() {
+        return "null".into();
+    }
+    String::from_utf8(out).unwrap_or_default()
+}
+
+/// serde_json's compact output with Python's separators and ASCII-only strings.
+struct PyFormatter;
+
+impl serde_json::ser::Formatter for PyFormatter {
+    fn begin_array_value<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        if first {
+            Ok(())
+        } else {
+            w.write_all(b", ")
+        }
+    }
+
+    fn begin_object_key<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        if first {
+            Ok(())
+        } else {
+            w.write_all(b", ")
+        }
+    }
+
+    fn begin_object_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        w.write_all(b": ")
+    }
+
+    fn write_string_fragment<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        fragment: &str,
+    ) -> std::io::Result<()> {
+        for ch in fragment.chars() {
+            if ch.is_ascii() {
+                let mut b = [0u8; 1];
+                w.write_all(ch.encode_utf8(&mut b).as_bytes())?;
+            } else {
+                let mut units = [0u16; 2];
+                for u in ch.encode_utf16(&mut units) {
+                    write!(w, "\\u{u:04x}")?;
+                }
+            }
+        }
+        Ok(())
     }
 }
 
@@ -244,4 +345,32 @@ pub fn json_schema() -> Json {
         },
         "$defs": {"literal": literal, "init": init}
     })
+}
+
+#[cfg(test)]
+mod layout_tests {
+    use super::*;
+
+    /// The bytes Python's `corpus/gen/builder.py dumps_case` writes for this case (produced
+    /// there and pasted: non-ASCII and an astral character as UTF-16 escapes, a control
+    /// character as `\u0001`, empty lists and maps inline, `expect_error` on one line).
+    const PYTHON: &str = r#"{
+  "format": "uopkit-case/1",
+  "description": "caf\u00e9 \ud83d\ude00\t\"q\"\u0001",
+  "tags": [],
+  "graph": [
+    {"id": 0, "op": "BUFFER", "dtype": "int32", "arg": {"device": "CPU:0", "size": 2, "slot": 0}}
+  ],
+  "inputs": {},
+  "outputs": [],
+  "expect_error": {"kind": "ub", "ub": "div_by_zero", "node": 0}
+}
+"#;
+
+    #[test]
+    fn canonical_text_is_the_generators() {
+        let case: Case = serde_json::from_str(PYTHON).expect("parses");
+        assert_eq!(case.description, "caf\u{e9} \u{1F600}\t\"q\"\u{1}");
+        assert_eq!(case.to_canonical_string(), PYTHON);
+    }
 }

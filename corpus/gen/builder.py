@@ -171,7 +171,27 @@ class G:
             case["expect_error"] = self.expect_error
         if self.schedule is not None:
             case["schedule"] = self.schedule
-        return json.dumps(case, indent=2) + "\n"
+        return dumps_case(case)
+
+
+def dumps_case(case):
+    """The canonical text of a case (what `uopkit fmt` writes, `Case::to_canonical_string`):
+    one top-level key per line; `graph` and `outputs` one element per line and `inputs` one
+    buffer per line; every value on its line as json.dumps writes it (", " and ": " separators,
+    non-ASCII escaped); a newline at the end."""
+    def c(v):
+        return json.dumps(v)
+    parts = []
+    for k, v in case.items():
+        if k in ("graph", "outputs") and v:
+            inner = ",\n".join("    " + c(x) for x in v)
+            parts.append(f"  {c(k)}: [\n{inner}\n  ]")
+        elif k == "inputs" and v:
+            inner = ",\n".join(f"    {c(kk)}: {c(vv)}" for kk, vv in v.items())
+            parts.append(f"  {c(k)}: {{\n{inner}\n  }}")
+        else:
+            parts.append(f"  {c(k)}: {c(v)}")
+    return "{\n" + ",\n".join(parts) + "\n}\n"
 
 
 class Corpus:

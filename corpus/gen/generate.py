@@ -3,7 +3,7 @@
 
 Runs the rounding self-checks first (numerics vs struct / bit tricks / exhaustive fp8 and float16),
 then writes every case file corpus/<group>/<name>.json in the canonical layout
-(json.dumps(indent=2) + newline, keys in the case-format order). Files in a group directory that
+(builder.dumps_case: one graph node, output and input per line; keys in the case-format order). Files in a group directory that
 the generator no longer produces are removed. Standard library only; no numpy, never the oracle.
 
   --check   do not write; exit 1 if any file on disk differs from what would be written
