@@ -124,21 +124,46 @@ fn the_fuzzer_finds_and_shrinks_the_wrong_rule_fault_mod_drop() {
 }
 
 #[test]
-fn regression_files_are_never_overwritten() {
+fn findings_are_deduplicated_and_files_never_overwritten() {
     let dir = tempfile::tempdir().expect("a temp dir");
-    let case: Case = load::parse_case(
-        r#"{"format": "uopkit-case/1", "description": "a constant, to test file naming", "graph": [{"id": 0, "op": "CONST", "dtype": "int32", "arg": 3}], "outputs": []}"#,
+    let parse = |description: &str| -> Case {
+        load::parse_case(&format!(
+            r#"{{"format": "uopkit-case/1", "description": "{description}", "graph": [{{"id": 0, "op": "CONST", "dtype": "int32", "arg": 3}}], "outputs": []}}"#
+        ))
+        .expect("parses")
+    };
+    let case = parse("found by seed 7");
+    let id = fuzz::finding_id(&case);
+    assert_eq!(id.len(), 16);
+    let a = fuzz::write_new(dir.path(), "fuzz", &case).expect("written");
+    assert_eq!(
+        a.file_name().unwrap().to_string_lossy(),
+        format!("fuzz_{id}.json")
+    );
+    // The same shrunk case again (another seed says so in its description): the same file,
+    // left as it was.
+    let b = fuzz::write_new(dir.path(), "fuzz", &parse("found by seed 8")).expect("written");
+    assert_eq!(a, b);
+    assert!(std::fs::read_to_string(&a).unwrap().contains("seed 7"));
+    // A different file under the finding's name is never overwritten.
+    std::fs::write(&a, "taken").expect("written");
+    let c = fuzz::write_new(dir.path(), "fuzz", &case).expect("written");
+    assert_eq!(
+        c.file_name().unwrap().to_string_lossy(),
+        format!("fuzz_{id}_2.json")
+    );
+    assert_eq!(std::fs::read_to_string(&a).unwrap(), "taken");
+    // Another case: another identity.
+    let other = load::parse_case(
+        r#"{"format": "uopkit-case/1", "description": "found by seed 7", "graph": [{"id": 0, "op": "CONST", "dtype": "int32", "arg": 4}], "outputs": []}"#,
     )
     .expect("parses");
-    let a = fuzz::write_new(dir.path(), "fuzz_7", &case).expect("written");
-    std::fs::write(dir.path().join("fuzz_7_2.json"), "taken").expect("written");
-    let b = fuzz::write_new(dir.path(), "fuzz_7", &case).expect("written");
-    assert_eq!(a.file_name().unwrap(), "fuzz_7_1.json");
-    assert_eq!(b.file_name().unwrap(), "fuzz_7_3.json");
-    assert_eq!(
-        std::fs::read_to_string(dir.path().join("fuzz_7_2.json")).unwrap(),
-        "taken"
-    );
+    assert_ne!(fuzz::finding_id(&other), id);
+    let only: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(only.len(), 2, "{only:?}");
 }
 
 #[test]

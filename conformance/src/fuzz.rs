@@ -3,10 +3,11 @@
 //! [`run`] generates tensor programs (`gen::tensor`) from a seed, runs each through the
 //! backend and the oracle (`backend::check_cpu`: every output compared bit for bit), and on
 //! a disagreement shrinks the program ([`crate::shrink`]: first the recipe, then the graph)
-//! to a small case that still disagrees the same way, writes it to `out_dir` under a new
-//! name (`fuzz_<seed>_<n>.json`, never overwriting) with the oracle's values as expected
-//! values (see `corpus/regressions/README.md`), and reports it with the stage that first
-//! diverges ([`first_divergence`]).
+//! to a small case that still disagrees the same way, writes it to `out_dir` as
+//! `fuzz_<id>.json` ([`finding_id`]: a hash of the shrunk case, so finding it again — the
+//! same seed twice, or another seed — writes nothing new; never overwriting) with the
+//! oracle's values as expected values (see `corpus/regressions/README.md`), and reports it
+//! with the stage that first diverges ([`first_divergence`]).
 //!
 //! Everything runs on the calling thread, so thread-local settings (the compiler's test-only
 //! fault injection) apply. The same seed and options give the same cases.
@@ -332,7 +333,7 @@ fn shrink_and_write(
     );
     case.tags = vec!["regression".into(), "fuzz".into(), backend.into()];
     fill_expect_from_oracle(&mut case).map_err(Error::Generate)?;
-    let path = write_new(&opts.out_dir, &format!("fuzz_{}", opts.seed), &case)?;
+    let path = write_new(&opts.out_dir, "fuzz", &case)?;
     Ok(FuzzFailure {
         case_number,
         class,
@@ -348,15 +349,34 @@ fn shrink_and_write(
     })
 }
 
-/// Writes `case` to `dir/<stem>_<n>.json` for the smallest n whose file does not exist: the
-/// text goes to a temporary file in `dir`, is synced, and is linked into place without
-/// clobbering, so an existing file is never overwritten and a reader never sees half a case.
+/// The identity of a finding: the first 16 hex digits of the SHA-256 of the case's canonical
+/// text with its description and tags left out (they name the seed and case number that
+/// found it), so the same shrunk case found twice — the same seed run again, or another
+/// seed — has one identity.
+pub fn finding_id(case: &Case) -> String {
+    use sha2::Digest as _;
+    let bare = Case {
+        description: String::new(),
+        tags: vec![],
+        ..case.clone()
+    };
+    let digest = sha2::Sha256::digest(bare.to_canonical_string().as_bytes());
+    digest[..8].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Writes `case` as `dir/<stem>_<id>.json` ([`finding_id`]) unless that finding is already
+/// there (then its path is returned and nothing is written). A different case under that
+/// name (a file edited by hand) is never overwritten: the finding goes to `<stem>_<id>_<n>`
+/// for the smallest free n. The text goes to a temporary file in `dir`, is synced, and is
+/// linked into place without clobbering, so a reader never sees half a case.
 pub fn write_new(dir: &Path, stem: &str, case: &Case) -> Result<PathBuf, Error> {
     let io = |path: &Path| {
         let path = path.to_path_buf();
         move |source| Error::Io { path, source }
     };
     std::fs::create_dir_all(dir).map_err(io(dir))?;
+    let id = finding_id(case);
+    let same = |path: &Path| crate::load::read_case(path).is_ok_and(|c| finding_id(&c) == id);
     let text = case.to_canonical_string();
     let mut tmp = tempfile::Builder::new()
         .prefix(&format!(".{stem}."))
@@ -365,8 +385,15 @@ pub fn write_new(dir: &Path, stem: &str, case: &Case) -> Result<PathBuf, Error> 
         .map_err(io(dir))?;
     tmp.write_all(text.as_bytes()).map_err(io(tmp.path()))?;
     tmp.as_file().sync_all().map_err(io(tmp.path()))?;
-    for n in 1.. {
-        let path = dir.join(format!("{stem}_{n}.json"));
+    let mut n = 1u64;
+    loop {
+        let path = match n {
+            1 => dir.join(format!("{stem}_{id}.json")),
+            _ => dir.join(format!("{stem}_{id}_{n}.json")),
+        };
+        if same(&path) {
+            return Ok(path);
+        }
         match tmp.persist_noclobber(&path) {
             Ok(_) => return Ok(path),
             Err(e) if e.error.kind() == std::io::ErrorKind::AlreadyExists => tmp = e.file,
@@ -377,6 +404,9 @@ pub fn write_new(dir: &Path, stem: &str, case: &Case) -> Result<PathBuf, Error> 
                 })
             }
         }
+        n = n.checked_add(1).ok_or_else(|| Error::Io {
+            path: dir.to_path_buf(),
+            source: std::io::Error::other("no free file name"),
+        })?;
     }
-    unreachable!("some file name is free")
 }
