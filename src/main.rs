@@ -171,6 +171,28 @@ enum Command {
         #[arg(long)]
         protocol: bool,
     },
+    /// Run the corpus like `check` and print the scoreboard: op × dtype × backend, each cell
+    /// the worst verdict of the cases that compute that op at that dtype (fail, xfail, skip,
+    /// pass) with counts; also as Markdown and HTML files.
+    Report {
+        #[arg(long, default_value = "corpus")]
+        corpus: PathBuf,
+        #[arg(long)]
+        manifests: Option<PathBuf>,
+        /// Backends, as for `check`.
+        #[arg(long, default_value = uopkit_conformance::harness::DEFAULT_BACKENDS)]
+        backend: String,
+        #[command(flatten)]
+        run: RunArgs,
+        /// Also write the table as Markdown (reasons as numbered notes).
+        #[arg(long)]
+        markdown: Option<PathBuf>,
+        /// Also write the table as a standalone HTML page (cells coloured, reasons as tooltips).
+        #[arg(long)]
+        html: Option<PathBuf>,
+        /// Cases to run, as for `check`.
+        select: Vec<String>,
+    },
     /// Rewrite case files in the canonical layout (or only check with --check).
     Fmt {
         #[arg(long)]
@@ -213,6 +235,17 @@ fn real_main() -> ExitCode {
             select,
         } => check(
             &registry, corpus, manifests, &backend, &run, verbose, select,
+        ),
+        Command::Report {
+            corpus,
+            manifests,
+            backend,
+            run,
+            markdown,
+            html,
+            select,
+        } => report(
+            &registry, corpus, manifests, &backend, &run, markdown, html, select,
         ),
         Command::Worker { backend } => match registry.open_in_process(&backend) {
             Ok(b) => ExitCode::from(worker::serve(b.as_ref()).clamp(0, 255) as u8),
@@ -316,6 +349,49 @@ fn open_one(
     let mdir = harness::manifests_dir(Path::new("corpus"), None);
     let allow = harness::allowances_for(b.as_ref(), &mdir).map_err(bad_input)?;
     Ok((b, allow))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn report(
+    registry: &Registry,
+    corpus: PathBuf,
+    manifests: Option<PathBuf>,
+    backend: &str,
+    run: &RunArgs,
+    markdown: Option<PathBuf>,
+    html: Option<PathBuf>,
+    select: Vec<String>,
+) -> ExitCode {
+    let open = match run.open_opts() {
+        Ok(o) => o,
+        Err(e) => return bad_input(e),
+    };
+    let settings = Settings {
+        corpus,
+        manifests,
+        backends: harness::split_backends(backend),
+        filters: select,
+        open,
+    };
+    let suite = match harness::load_suite(&settings, registry) {
+        Ok(s) => s,
+        Err(e) => return bad_input(e),
+    };
+    let results = suite.run_all(run.jobs());
+    let board = harness::scoreboard(&suite, &results);
+    print!("{}", board.text());
+    for (path, text) in [(markdown, board.markdown()), (html, board.html())] {
+        if let Some(p) = path {
+            if let Err(e) = uopkit_conformance::atomic::write_atomic(&p, text.as_bytes()) {
+                return bad_input(format!("{}: {e}", p.display()));
+            }
+        }
+    }
+    if results.iter().any(|r| r.verdict.is_failure()) {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
 }
 
 fn check(
