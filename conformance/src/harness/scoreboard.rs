@@ -68,10 +68,11 @@ impl Cell {
         }
     }
 
-    /// `pass 12`, `fail 1/13`, `skip 4 (reason)`.
+    /// `pass 12`, `pass 1, skip 3`, `fail 1/13`, `xfail 1/2`, `skip 4/4`.
     pub fn text(&self) -> String {
         let total = self.pass + self.fail + self.xfail + self.skip;
         match self.state() {
+            CellState::Pass if self.skip > 0 => format!("pass {}, skip {}", self.pass, self.skip),
             CellState::Pass => format!("pass {}", self.pass),
             CellState::None => "-".into(),
             s => {
