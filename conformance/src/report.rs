@@ -405,7 +405,10 @@ pub fn check_junit(suite: &Suite, results: &[TrialResult]) -> String {
                     let _ = writeln!(
                         x,
                         "{open}>\n      <failure type=\"{ty}\" message=\"{}\">{}</failure>",
-                        attr(&format!("{}: {}", v.label(), first_line(detail))),
+                        attr(&match v {
+                            Verdict::Fail { .. } => first_line(detail).to_string(),
+                            _ => format!("{}: {}", v.label(), first_line(detail)),
+                        }),
                         text(detail)
                     );
                     let _ = writeln!(x, "    </testcase>");
@@ -627,6 +630,50 @@ mod tests {
         assert_eq!("junit".parse::<Format>(), Ok(Format::Junit));
         assert_eq!("text".parse::<Format>(), Ok(Format::Text));
         assert!("yaml".parse::<Format>().is_err());
+    }
+
+    #[test]
+    fn a_fuzz_finding_is_a_junit_failure_and_a_json_finding() {
+        let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../corpus/alu/add_float32.json");
+        let case = crate::load::read_case(&corpus).expect("a corpus case");
+        let report = FuzzReport {
+            backend: "cpu".into(),
+            seed: 9,
+            cases: 4,
+            passed: 3,
+            skipped: 0,
+            refusals: BTreeMap::new(),
+            failures: vec![crate::fuzz::FuzzFailure {
+                case_number: 4,
+                class: FailKind::Mismatch,
+                message: "output 'x' <differs> & more\nsecond line".into(),
+                shrunk_message: "output 'x' differs\u{7}\nsecond".into(),
+                program: vec!["a = add(b, c)".into()],
+                nodes_before: 12,
+                nodes_after: 3,
+                shrink_checks: 40,
+                case,
+                path: PathBuf::from("regressions/fuzz_9_1.json"),
+                stage: None,
+            }],
+            elapsed: std::time::Duration::from_millis(1500),
+        };
+        let x = fuzz_junit(&report);
+        assert_eq!(x.matches("<testcase").count(), 1);
+        assert_eq!(x.matches("<failure").count(), 1);
+        assert!(x.contains("name=\"seed 9 case #4\""), "{x}");
+        assert!(
+            x.contains("message=\"output &apos;x&apos; differs\""),
+            "{x}"
+        );
+        assert!(!x.contains('\u{7}'), "{x}");
+        assert!(x.contains("regressions/fuzz_9_1.json"), "{x}");
+        let doc = serde_json::to_value(Report::Fuzz(fuzz_report(&report))).expect("json");
+        assert_eq!(doc["findings"][0]["file"], "regressions/fuzz_9_1.json");
+        assert_eq!(doc["findings"][0]["seed"], 9);
+        assert_eq!(doc["findings"][0]["kind"], "mismatch");
+        assert_eq!(doc["seconds"], 1.5);
+        assert!(doc["findings"][0].get("stage").is_none());
     }
 
     #[test]
