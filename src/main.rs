@@ -14,6 +14,7 @@ use uopkit_conformance::backends::registry::{self, OpenOpts, Registry};
 use uopkit_conformance::backends::Backend;
 use uopkit_conformance::harness::{self, Settings};
 use uopkit_conformance::load::{self, read_case, LoadError};
+use uopkit_conformance::report;
 use uopkit_conformance::run::{self, RunError};
 use uopkit_conformance::worker;
 
@@ -96,6 +97,12 @@ enum Command {
         /// Also list every skipped and expected-failure trial with its reason.
         #[arg(long, short)]
         verbose: bool,
+        /// Report format: text (the human summary), json (`uopkit schema --report`) or junit.
+        #[arg(long, default_value = "text")]
+        format: report::Format,
+        /// Write the report to FILE (atomically) instead of stdout.
+        #[arg(long, value_name = "FILE")]
+        output: Option<PathBuf>,
         /// Cases to run: case files or directories under the corpus, or text their names
         /// contain (default: all).
         select: Vec<String>,
@@ -164,12 +171,21 @@ enum Command {
         /// Count graphs the compiler refuses to schedule as skipped rather than failed.
         #[arg(long)]
         allow_refusals: bool,
+        /// Report format: text (the human summary), json (`uopkit schema --report`) or junit.
+        #[arg(long, default_value = "text")]
+        format: report::Format,
+        /// Write the report to FILE (atomically) instead of stdout.
+        #[arg(long, value_name = "FILE")]
+        output: Option<PathBuf>,
     },
     /// Print the JSON Schema of the case format (or of the backend protocol).
     Schema {
         /// The external-backend protocol's messages instead (docs/backend-protocol.md).
         #[arg(long)]
         protocol: bool,
+        /// The report documents of `check --format json` and `fuzz --format json` instead.
+        #[arg(long, conflicts_with = "protocol")]
+        report: bool,
     },
     /// Run the corpus like `check` and print the scoreboard: op × dtype × backend, each cell
     /// the worst verdict of the cases that compute that op at that dtype (fail, xfail, skip,
@@ -232,9 +248,21 @@ fn real_main() -> ExitCode {
             backend,
             run,
             verbose,
+            format,
+            output,
             select,
         } => check(
-            &registry, corpus, manifests, &backend, &run, verbose, select,
+            &registry,
+            corpus,
+            manifests,
+            &backend,
+            &run,
+            select,
+            &report::Emit {
+                format,
+                output,
+                verbose,
+            },
         ),
         Command::Report {
             corpus,
@@ -287,6 +315,8 @@ fn real_main() -> ExitCode {
             cases,
             out,
             allow_refusals,
+            format,
+            output,
         } => {
             let (b, allow) = match open_one(&registry, &backend, &run) {
                 Ok(x) => x,
@@ -302,9 +332,18 @@ fn real_main() -> ExitCode {
                 ..Default::default()
             };
             match uopkit_conformance::fuzz::run_on(opts, b.as_ref(), &allow) {
-                Ok(report) => {
-                    println!("{report}");
-                    if report.ok() {
+                Ok(found) => {
+                    if let Err(e) = report::emit_fuzz(
+                        &found,
+                        &report::Emit {
+                            format,
+                            output,
+                            verbose: false,
+                        },
+                    ) {
+                        return bad_input(e);
+                    }
+                    if found.ok() {
                         ExitCode::SUCCESS
                     } else {
                         ExitCode::FAILURE
@@ -313,8 +352,10 @@ fn real_main() -> ExitCode {
                 Err(e) => bad_input(e),
             }
         }
-        Command::Schema { protocol } => {
-            let schema = if protocol {
+        Command::Schema { protocol, report } => {
+            let schema = if report {
+                report::json_schema()
+            } else if protocol {
                 uopkit_conformance::protocol::json_schema()
             } else {
                 uopkit_conformance::case::json_schema()
@@ -400,8 +441,8 @@ fn check(
     manifests: Option<PathBuf>,
     backend: &str,
     run: &RunArgs,
-    verbose: bool,
     select: Vec<String>,
+    emit: &report::Emit,
 ) -> ExitCode {
     let open = match run.open_opts() {
         Ok(o) => o,
@@ -422,45 +463,10 @@ fn check(
         eprintln!("warning: {w}");
     }
     let results = suite.run_all(run.jobs());
-    for r in &results {
-        let show =
-            r.verdict.is_failure() || (verbose && !matches!(r.verdict, harness::Verdict::Pass));
-        if show {
-            let detail = r.verdict.detail().unwrap_or("");
-            println!(
-                "{:<5} {}: {}",
-                r.verdict.label(),
-                suite.trial_name(r.case, r.backend),
-                detail.trim_end().replace('\n', "\n      ")
-            );
-        }
+    if let Err(e) = report::emit_check(&suite, &results, emit) {
+        return bad_input(e);
     }
-    let tallies = harness::tallies(&suite, &results);
-    for (slot, t) in suite.backends.iter().zip(&tallies) {
-        println!("{}: {}", slot.backend.name(), t.line());
-        for (why, n) in &t.skip_reasons {
-            println!("  skipped {n}: {why}");
-        }
-    }
-    // Unreadable cases are invalid on every backend; count each case once.
-    let invalid = results
-        .iter()
-        .filter(|r| matches!(r.verdict, harness::Verdict::Invalid(_)))
-        .map(|r| r.case)
-        .collect::<std::collections::BTreeSet<_>>()
-        .len();
-    println!(
-        "{} case(s) selected in {}, {invalid} unreadable or invalid",
-        suite.cases.len(),
-        suite.corpus.display()
-    );
-    if invalid > 0 {
-        ExitCode::from(2)
-    } else if results.iter().any(|r| r.verdict.is_failure()) {
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
-    }
+    ExitCode::from(report::check_exit_code(&results))
 }
 
 fn cache(clean: bool) -> ExitCode {

@@ -14,6 +14,7 @@ pub mod harness;
 pub mod inputs;
 pub mod load;
 pub mod protocol;
+pub mod report;
 pub mod run;
 pub mod shrink;
 pub mod stages;
