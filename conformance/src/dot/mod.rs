@@ -291,17 +291,12 @@ impl Class {
 
 /// The attributes of a node: its label, shape and fill, red and bold when highlighted.
 pub(crate) fn node_attrs(label: &str, shape: &str, fill: &str, highlight: bool) -> String {
-    let mut a = format!(
-        "label={}, shape={shape}, style=\"filled\", fillcolor=\"{fill}\"",
-        quote(label)
-    );
+    let label = quote(label);
     if highlight {
-        a = format!(
-            "label={}, shape={shape}, style=\"filled,bold\", fillcolor=\"{fill}\", color=\"red\", fontcolor=\"red\", penwidth=3",
-            quote(label)
-        );
+        format!("label={label}, shape={shape}, style=\"filled,bold\", fillcolor=\"{fill}\", color=\"red\", fontcolor=\"red\", penwidth=3")
+    } else {
+        format!("label={label}, shape={shape}, style=\"filled\", fillcolor=\"{fill}\"")
     }
-    a
 }
 
 /// Appends one line to `out` (writing to a String cannot fail).
