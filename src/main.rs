@@ -178,6 +178,26 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         output: Option<PathBuf>,
     },
+    /// Draw a case as Graphviz DOT (or SVG): its tensor graph, uopkit's schedule for it, or
+    /// one kernel's program.
+    Dot {
+        file: PathBuf,
+        /// graph (one node per UOp), schedule (buffers, kernels, copies by device) or kernel.
+        #[arg(long, default_value = "graph")]
+        what: uopkit_conformance::dot::What,
+        /// With --what kernel: the kernel's name (default: the first).
+        #[arg(long)]
+        kernel: Option<String>,
+        /// A case-file node id to draw in red (what `uopkit diff` names).
+        #[arg(long)]
+        highlight: Option<u64>,
+        /// dot (text, needs nothing) or svg (runs Graphviz's `dot -Tsvg`).
+        #[arg(long, default_value = "dot")]
+        format: uopkit_conformance::dot::Format,
+        /// Write here (atomically) instead of to stdout.
+        #[arg(long, short)]
+        output: Option<PathBuf>,
+    },
     /// Print the JSON Schema of the case format (or of the backend protocol).
     Schema {
         /// The external-backend protocol's messages instead (docs/backend-protocol.md).
@@ -349,6 +369,24 @@ fn real_main() -> ExitCode {
                         ExitCode::FAILURE
                     }
                 }
+                Err(e) => bad_input(e),
+            }
+        }
+        Command::Dot {
+            file,
+            what,
+            kernel,
+            highlight,
+            format,
+            output,
+        } => {
+            let opts = uopkit_conformance::dot::DotOpts {
+                what,
+                kernel,
+                highlight,
+            };
+            match uopkit_conformance::dot::command(&file, &opts, format, output.as_deref()) {
+                Ok(()) => ExitCode::SUCCESS,
                 Err(e) => bad_input(e),
             }
         }

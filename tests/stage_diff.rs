@@ -76,6 +76,10 @@ fn diff_names_the_pass_of_a_wrong_rule() {
         first.contains("kernel k0") && first.contains("graph node 4"),
         "the report pins the kernel and node: {first}"
     );
+    assert!(
+        first.contains("`uopkit dot CASE --highlight 4`"),
+        "the report says how to see the node: {first}"
+    );
 }
 
 /// Σ arange(16) as int32 = 120 (hand-derived): an order-free sum, which the GPU target

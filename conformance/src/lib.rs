@@ -8,6 +8,7 @@ pub mod backends;
 pub mod case;
 pub mod compare;
 pub mod corpus;
+pub mod dot;
 pub mod fuzz;
 pub mod gen;
 pub mod harness;

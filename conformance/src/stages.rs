@@ -492,12 +492,20 @@ fn describe_kernel(
             let node = value
                 .map(|v| format!(", computing graph node {}", file_id(run, v)))
                 .unwrap_or_default();
+            let picture = value
+                .map(|v| {
+                    format!(
+                        "(to see it: `uopkit dot CASE --highlight {}`)\n",
+                        file_id(run, v)
+                    )
+                })
+                .unwrap_or_default();
             let old = match prev_sched.and_then(|p| p.steps.get(k)) {
                 Some(Step::Kernel { program, .. }) => format!("before the pass:\n{program}"),
                 _ => String::new(),
             };
             format!(
-                "kernel {} (step {k}{node}) {what}\n{old}after the pass:\n{program}",
+                "kernel {} (step {k}{node}) {what}\n{picture}{old}after the pass:\n{program}",
                 program.name
             )
         }
