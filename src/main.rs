@@ -430,6 +430,27 @@ fn open_one(
     Ok((b, allow))
 }
 
+/// The suite `check` and `report` run: the corpus, manifests, backends and selection given;
+/// a set-up problem is bad input (exit 2).
+fn suite_for(
+    registry: &Registry,
+    corpus: PathBuf,
+    manifests: Option<PathBuf>,
+    backend: &str,
+    run: &RunArgs,
+    select: Vec<String>,
+) -> Result<harness::Suite, ExitCode> {
+    let open = run.open_opts().map_err(bad_input)?;
+    let settings = Settings {
+        corpus,
+        manifests,
+        backends: harness::split_backends(backend),
+        filters: select,
+        open,
+    };
+    harness::load_suite(&settings, registry).map_err(bad_input)
+}
+
 #[allow(clippy::too_many_arguments)]
 fn report(
     registry: &Registry,
@@ -441,20 +462,9 @@ fn report(
     html: Option<PathBuf>,
     select: Vec<String>,
 ) -> ExitCode {
-    let open = match run.open_opts() {
-        Ok(o) => o,
-        Err(e) => return bad_input(e),
-    };
-    let settings = Settings {
-        corpus,
-        manifests,
-        backends: harness::split_backends(backend),
-        filters: select,
-        open,
-    };
-    let suite = match harness::load_suite(&settings, registry) {
+    let suite = match suite_for(registry, corpus, manifests, backend, run, select) {
         Ok(s) => s,
-        Err(e) => return bad_input(e),
+        Err(code) => return code,
     };
     let results = suite.run_all(run.jobs());
     let board = harness::scoreboard(&suite, &results);
@@ -482,20 +492,9 @@ fn check(
     select: Vec<String>,
     emit: &report::Emit,
 ) -> ExitCode {
-    let open = match run.open_opts() {
-        Ok(o) => o,
-        Err(e) => return bad_input(e),
-    };
-    let settings = Settings {
-        corpus,
-        manifests,
-        backends: harness::split_backends(backend),
-        filters: select,
-        open,
-    };
-    let suite = match harness::load_suite(&settings, registry) {
+    let suite = match suite_for(registry, corpus, manifests, backend, run, select) {
         Ok(s) => s,
-        Err(e) => return bad_input(e),
+        Err(code) => return code,
     };
     for w in &suite.warnings {
         eprintln!("warning: {w}");
