@@ -2,15 +2,14 @@
 //! on a small corpus with an expected failure, an unexpected pass and a skip, both give each
 //! trial the same verdict; and the CLI's selection and set-up errors behave as documented.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 use uopkit_conformance::backends::registry::{OpenOpts, Registry};
 use uopkit_conformance::harness::{self, Settings};
 
-fn repo() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
+mod common;
+use common::repo;
 
 fn uopkit(args: &[&str], env: &[(&str, &str)]) -> (i32, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_uopkit"))
@@ -28,31 +27,12 @@ fn uopkit(args: &[&str], env: &[(&str, &str)]) -> (i32, String) {
 /// kernels trial — judged against the oracle — passes), ub (oracle-only). The manifest
 /// lists oracle::bad (→ xfail) and kernels::good (→ xpass).
 fn small_corpus() -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let corpus = dir.path().join("corpus");
-    std::fs::create_dir_all(&corpus).expect("mkdir");
-    let good = std::fs::read_to_string(repo().join("corpus/alu/add_float32.json")).expect("read");
-    std::fs::write(corpus.join("good.json"), &good).expect("write");
-    let mut bad: serde_json::Value = serde_json::from_str(&good).expect("json");
-    bad["outputs"][0]["expect"][0] = serde_json::json!("0x12345678");
-    std::fs::write(corpus.join("bad.json"), bad.to_string()).expect("write");
-    let ub = std::fs::read_dir(repo().join("corpus/ub"))
-        .expect("ub dir")
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|e| e == "json"))
-        .min()
-        .expect("a ub case");
-    std::fs::copy(ub, corpus.join("ub.json")).expect("copy");
-    let manifests = dir.path().join("manifests");
-    std::fs::create_dir_all(&manifests).expect("mkdir");
-    std::fs::write(
-        manifests.join("xfail.json"),
+    common::small_corpus(
+        &["good", "bad", "ub"],
         r#"{"format": "uopkit-xfail/1", "expected_failures": [
             {"case": "bad", "backend": "oracle", "reason": "its expected value is wrong on purpose"},
             {"case": "good", "backend": "kernels", "reason": "listed although it passes"}]}"#,
     )
-    .expect("write");
-    (dir, corpus)
 }
 
 #[test]

@@ -10,9 +10,8 @@ use std::process::Command;
 
 use serde_json::Value;
 
-fn repo() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
+mod common;
+use common::repo;
 
 struct Out {
     code: i32,
@@ -36,31 +35,11 @@ fn uopkit(args: &[&str]) -> Out {
 /// bad (a wrong expected value: the oracle trial fails), good, ub (oracle-only: kernels
 /// skips it), worse (wrong too, but listed in xfail.json for the oracle: xfail).
 fn small_corpus() -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let corpus = dir.path().join("corpus");
-    std::fs::create_dir_all(&corpus).expect("mkdir");
-    let good = std::fs::read_to_string(repo().join("corpus/alu/add_float32.json")).expect("read");
-    std::fs::write(corpus.join("good.json"), &good).expect("write");
-    let mut bad: Value = serde_json::from_str(&good).expect("json");
-    bad["outputs"][0]["expect"][0] = serde_json::json!("0x12345678");
-    std::fs::write(corpus.join("bad.json"), bad.to_string()).expect("write");
-    std::fs::write(corpus.join("worse.json"), bad.to_string()).expect("write");
-    let ub = std::fs::read_dir(repo().join("corpus/ub"))
-        .expect("ub dir")
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|e| e == "json"))
-        .min()
-        .expect("a ub case");
-    std::fs::copy(ub, corpus.join("ub.json")).expect("copy");
-    let manifests = dir.path().join("manifests");
-    std::fs::create_dir_all(&manifests).expect("mkdir");
-    std::fs::write(
-        manifests.join("xfail.json"),
+    common::small_corpus(
+        &["good", "bad", "worse", "ub"],
         r#"{"format": "uopkit-xfail/1", "expected_failures": [
             {"case": "worse", "backend": "oracle", "reason": "wrong <on> purpose & \"quoted\""}]}"#,
     )
-    .expect("write");
-    (dir, corpus)
 }
 
 const EXPECTED: [(&str, &str); 8] = [

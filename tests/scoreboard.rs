@@ -1,40 +1,19 @@
 //! `uopkit report`: the scoreboard of a run, as a terminal table, Markdown and HTML, on a
 //! small corpus with a pass, an expected failure, a failure and a skip.
 
-use std::path::Path;
 use std::process::Command;
 
-fn repo() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
+mod common;
 
 #[test]
 fn the_scoreboard_shows_each_op_dtype_and_backend() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let corpus = dir.path().join("corpus");
-    std::fs::create_dir_all(&corpus).expect("mkdir");
-    let good = std::fs::read_to_string(repo().join("corpus/alu/add_float32.json")).expect("read");
-    std::fs::write(corpus.join("good.json"), &good).expect("write");
-    // Its expected value is wrong: the oracle trial fails (listed: xfail) ...
-    let mut bad: serde_json::Value = serde_json::from_str(&good).expect("json");
-    bad["outputs"][0]["expect"][0] = serde_json::json!("0x12345678");
-    std::fs::write(corpus.join("bad.json"), bad.to_string()).expect("write");
-    // ... and a copy, not listed: a failure.
-    std::fs::write(corpus.join("worse.json"), bad.to_string()).expect("write");
-    // Undefined: oracle-only, skipped on kernels.
-    std::fs::copy(
-        repo().join("corpus/ub/div_by_zero_cdiv_int32.json"),
-        corpus.join("ub.json"),
-    )
-    .expect("copy");
-    let manifests = dir.path().join("manifests");
-    std::fs::create_dir_all(&manifests).expect("mkdir");
-    std::fs::write(
-        manifests.join("xfail.json"),
+    // good passes; bad has a wrong expected value (its oracle trial is listed: xfail); worse
+    // is the same, not listed (a failure); ub is oracle-only (skipped on kernels).
+    let (dir, corpus) = common::small_corpus(
+        &["good", "bad", "worse", "ub"],
         r#"{"format": "uopkit-xfail/1", "expected_failures": [
             {"case": "bad", "backend": "oracle", "reason": "its expected value is wrong on purpose"}]}"#,
-    )
-    .expect("write");
+    );
     let (md, html) = (dir.path().join("board.md"), dir.path().join("board.html"));
     let out = Command::new(env!("CARGO_BIN_EXE_uopkit"))
         .args(["report", "--backend", "oracle,kernels", "--corpus"])
