@@ -30,6 +30,8 @@ use uopkit_interp::kernel::ParamDecl;
 use uopkit_interp::tensor::{Ctx, Tensor};
 use uopkit_interp::verify::verify;
 
+mod common;
+
 const CUDA0: Device = Device {
     backend: Backend::Cuda,
     index: 0,
@@ -425,28 +427,7 @@ fn the_device_paths_drive_a_stand_in_driver_correctly() {
             d1.copy_out(&a).expect("result"),
             words(&[21, 42, 63, 84, 105, 126, 147, 168])
         );
-        assert!(matches!(
-            d1.launch(&prog, "add", &[&a]),
-            Err(Error::ArgCount { .. })
-        ));
-        let small = d1.alloc(16).expect("small");
-        assert!(matches!(
-            d1.launch(&prog, "add", &[&a, &small]),
-            Err(Error::BufferTooSmall { .. })
-        ));
-        let on_d0 = d0.alloc(32).expect("on CUDA:0");
-        assert!(matches!(
-            d1.launch(&prog, "add", &[&a, &on_d0]),
-            Err(Error::WrongDevice { .. })
-        ));
-        assert!(matches!(
-            d0.launch(&prog, "add", &[&on_d0, &on_d0]),
-            Err(Error::Unsupported(_))
-        ));
-        assert!(matches!(
-            d1.launch(&prog, "nope", &[&a, &b]),
-            Err(Error::UnknownKernel(_))
-        ));
+        common::launch_refusals(d0.as_ref(), d1.as_ref(), &prog, &a, &b);
         assert_eq!(
             fake_counter(&fake, LAUNCHES),
             2,

@@ -20,6 +20,8 @@ use uopkit_interp::ir::{Backend, DType, Device, NodeId};
 use uopkit_interp::tensor::{Ctx, Tensor};
 use uopkit_interp::verify::verify;
 
+mod common;
+
 const HIP0: Device = Device {
     backend: Backend::Hip,
     index: 0,
@@ -559,25 +561,7 @@ fn the_device_paths_drive_a_stand_in_runtime_correctly() {
             d1.copy_out(&a).expect("result"),
             words(&[11, 22, 33, 44, 55, 66, 77, 88])
         );
-        assert!(matches!(
-            d1.launch(&prog, "add", &[&a]),
-            Err(Error::ArgCount { .. })
-        ));
-        let small = d1.alloc(16).expect("small");
-        assert!(matches!(
-            d1.launch(&prog, "add", &[&a, &small]),
-            Err(Error::BufferTooSmall { .. })
-        ));
-        let on_d0 = d0.alloc(32).expect("on HIP:0");
-        assert!(matches!(
-            d1.launch(&prog, "add", &[&a, &on_d0]),
-            Err(Error::WrongDevice { .. })
-        ));
-        assert!(d0.launch(&prog, "add", &[&on_d0, &on_d0]).is_err());
-        assert!(matches!(
-            d1.launch(&prog, "nope", &[&a, &b]),
-            Err(Error::UnknownKernel(_))
-        ));
+        common::launch_refusals(d0.as_ref(), d1.as_ref(), &prog, &a, &b);
         let bad = Unit {
             kernels: vec![uopkit_compiler::render::KernelSig {
                 symbol: "k_missing".into(),
