@@ -120,6 +120,9 @@ pub struct Trial {
 pub enum Label {
     #[serde(rename = "ok")]
     Ok,
+    /// Passed within an allowance (the detail says which, and how many elements).
+    #[serde(rename = "allowed")]
+    Allowed,
     #[serde(rename = "FAIL")]
     Fail,
     #[serde(rename = "skip")]
@@ -136,6 +139,7 @@ impl Label {
     pub fn of(v: &Verdict) -> Label {
         match v {
             Verdict::Pass => Label::Ok,
+            Verdict::Allowed(_) => Label::Allowed,
             Verdict::Fail { .. } => Label::Fail,
             Verdict::Skip(_) => Label::Skip,
             Verdict::XFail { .. } => Label::Xfail,
@@ -174,7 +178,11 @@ impl From<FailKind> for Kind {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct BackendTally {
     pub backend: String,
+    /// Passed trials, the allowed ones included.
     pub passed: usize,
+    /// Passed trials whose values differ from the oracle's within an allowance.
+    #[serde(default)]
+    pub allowed: usize,
     pub failed: usize,
     pub xfail: usize,
     pub xpass: usize,
@@ -291,6 +299,7 @@ fn backend_tally(backend: &str, t: Tally) -> BackendTally {
     BackendTally {
         backend: backend.to_string(),
         passed: t.passed,
+        allowed: t.allowed,
         failed: t.failed,
         xfail: t.xfail,
         xpass: t.xpass,
@@ -388,6 +397,10 @@ pub fn check_junit(suite: &Suite, results: &[TrialResult]) -> String {
             match &r.verdict {
                 Verdict::Pass => {
                     let _ = writeln!(x, "{open}/>");
+                }
+                Verdict::Allowed(by) => {
+                    let _ = writeln!(x, "{open}>\n      <system-out>{}</system-out>", text(by));
+                    let _ = writeln!(x, "    </testcase>");
                 }
                 Verdict::Skip(why) | Verdict::XFail { reason: why, .. } => {
                     let _ = writeln!(x, "{open}>\n      <skipped message=\"{}\"/>", attr(why));

@@ -89,6 +89,9 @@ pub struct OutputDiff {
     pub histogram: Option<Histogram>,
     /// `either_output`: the alternative that came closest and how many elements it misses.
     pub closest_alternative: Option<(usize, usize)>,
+    /// Elements whose bits differ from the reference's but that the mode allows (a `ulp`
+    /// distance, a bound, another allowed value; NaN payloads under `nan: canonical` do not count).
+    pub deviating: usize,
 }
 
 /// Expected bits per component, parsed from the output's literals.
@@ -471,6 +474,7 @@ fn diff(
     let with_histogram = matches!(p.mode, Compare::Ulp(_) | Compare::Bounded);
     let mut histogram = with_histogram.then(Histogram::default);
     let mut mismatches = vec![];
+    let mut deviating = 0;
     let mut closest_alternative = None;
 
     let whole_ok = match p.mode {
@@ -567,6 +571,9 @@ fn diff(
                     Limit::Outputs(p.alts.len()),
                 ),
             };
+            if ok && !p.same(dt, e, x) {
+                deviating += 1;
+            }
             if !ok {
                 mismatches.push(Mismatch {
                     component: c,
@@ -594,5 +601,6 @@ fn diff(
         manifest: None,
         histogram,
         closest_alternative,
+        deviating,
     }
 }

@@ -51,6 +51,12 @@ impl Histogram {
         }
     }
 
+    /// The highest non-empty bucket's distances in words (`3–4 ULP`), None when all are 0.
+    pub fn worst_label(&self) -> Option<String> {
+        let k = self.buckets.iter().rposition(|&n| n > 0).filter(|&k| k > 0)?;
+        Some(format!("{} ULP", Self::label(k)))
+    }
+
     /// How many elements were counted.
     pub fn count(&self) -> u64 {
         self.buckets.iter().sum::<u64>() + self.nan
@@ -124,6 +130,44 @@ fn range_text(dt: DType, lo: f64, hi: f64, a: u64) -> String {
 impl OutputDiff {
     pub fn passed(&self) -> bool {
         self.mismatches.is_empty()
+    }
+
+    /// For a passing output some of whose elements differ from the reference: what allowed
+    /// them, in words (`output 'y': 3 of 16 elements differ from the oracle, allowed by …`).
+    /// None when every element is bit-identical or the output fails.
+    pub fn allowance(&self) -> Option<String> {
+        if !self.passed() || self.deviating == 0 {
+            return None;
+        }
+        let by = match &self.mode {
+            Compare::Bounded if !self.allowances.is_empty() => {
+                format!("the bound from {}", self.allowances.join("; "))
+            }
+            Compare::Ulp(n) => {
+                let worst = self
+                    .histogram
+                    .as_ref()
+                    .and_then(Histogram::worst_label)
+                    .map(|w| format!(", worst {w}"))
+                    .unwrap_or_default();
+                format!("ulp({n}){worst}")
+            }
+            m => m.label(),
+        };
+        let source = match &self.origin {
+            Some(o) => format!(" ({o})"),
+            None => " (the case's comparison mode)".into(),
+        };
+        Some(format!(
+            "output '{}': {} of {} elements differ from the {}, allowed by {by}{source}",
+            self.name,
+            self.deviating,
+            self.total,
+            match self.reference {
+                Reference::Expected => "expected values",
+                Reference::Oracle => "oracle",
+            }
+        ))
     }
 
     /// The mismatches, worst first: NaN-vs-number first, then by descending ULP distance, then in

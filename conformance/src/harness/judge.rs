@@ -35,6 +35,9 @@ pub enum FailKind {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Verdict {
     Pass,
+    /// Passed, but some elements differ from the oracle's bits within what the case's
+    /// comparison mode or the backend's allowance manifest allows; says which and how many.
+    Allowed(String),
     Fail {
         kind: FailKind,
         message: String,
@@ -56,6 +59,7 @@ impl Verdict {
     pub fn label(&self) -> &'static str {
         match self {
             Verdict::Pass => "ok",
+            Verdict::Allowed(_) => "allowed",
             Verdict::Fail { .. } => "FAIL",
             Verdict::Skip(_) => "skip",
             Verdict::XFail { .. } => "xfail",
@@ -76,6 +80,7 @@ impl Verdict {
     pub fn detail(&self) -> Option<&str> {
         match self {
             Verdict::Pass => None,
+            Verdict::Allowed(by) => Some(by),
             Verdict::Fail { message, .. } => Some(message),
             Verdict::Skip(r) => Some(r),
             Verdict::XFail { reason, .. } => Some(reason),
@@ -221,8 +226,12 @@ fn judge_inner(
     if backend.role() == Role::CompileOnly {
         return (Verdict::Pass, Some(ran));
     }
+    let mut allowed = vec![];
     let mut report = match compare::check_outputs(case, name, oracle, &ran.outputs, allow) {
-        Ok(_) => String::new(),
+        Ok(diffs) => {
+            allowed = diffs.iter().filter_map(|d| d.allowance()).collect();
+            String::new()
+        }
         Err(r) => r,
     };
     if let Some(f) = &ran.facts {
@@ -232,7 +241,12 @@ fn judge_inner(
         report += &check_schedule_facts(exp, ran.facts.as_ref());
     }
     if report.is_empty() {
-        return (Verdict::Pass, Some(ran));
+        let v = if allowed.is_empty() {
+            Verdict::Pass
+        } else {
+            Verdict::Allowed(allowed.join("\n"))
+        };
+        return (v, Some(ran));
     }
     if let Some(s) = &ran.schedule {
         report += &format!("schedule:\n{s}");
@@ -247,9 +261,9 @@ pub fn apply_xfail(xf: &Xfail, case: &str, backend: &str, v: Verdict) -> Verdict
         return v;
     }
     match v {
-        Verdict::Pass => match xf.outcome(case, backend, Ok(())) {
+        Verdict::Pass | Verdict::Allowed(_) => match xf.outcome(case, backend, Ok(())) {
             Err(m) => Verdict::XPass(m),
-            Ok(_) => Verdict::Pass,
+            Ok(_) => v,
         },
         Verdict::Fail { kind, message } => match xf.outcome(case, backend, Err(message)) {
             Ok(Outcome::ExpectedFailure { reason, failure }) => Verdict::XFail { reason, failure },

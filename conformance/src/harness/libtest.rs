@@ -72,7 +72,7 @@ pub fn libtest_run(
                         g.1.insert(name, v.label());
                     }
                     match v {
-                        Verdict::Pass => Ok(Completion::Completed),
+                        Verdict::Pass | Verdict::Allowed(_) => Ok(Completion::Completed),
                         Verdict::Skip(r) => Ok(Completion::ignored_with(r)),
                         Verdict::XFail { reason, .. } => {
                             Ok(Completion::ignored_with(format!("xfail: {reason}")))

@@ -5,7 +5,8 @@
 //! cases that exercise that op at that dtype fared on each backend. A cell is the worst
 //! verdict among them, in this order: `fail` (a failure, an unexpected pass or an invalid
 //! case), `xfail` (listed in `manifests/xfail.json`, with the reason), `skip` (with the
-//! reason), `pass`; with the counts. Rows are sorted by op name, then dtype name; backends
+//! reason; only when nothing passed), `allowed` (passed, but some elements differ from the
+//! oracle's bits within an allowance — which one is the reason), `pass`; with the counts. Rows are sorted by op name, then dtype name; backends
 //! keep the run's order: the same run gives the same text.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -20,6 +21,8 @@ pub enum CellState {
     Fail,
     XFail,
     Skip,
+    /// Passed within an allowance.
+    Allowed,
     Pass,
     /// No case of this row ran on the backend.
     #[default]
@@ -32,6 +35,7 @@ impl CellState {
             CellState::Fail => "fail",
             CellState::XFail => "xfail",
             CellState::Skip => "skip",
+            CellState::Allowed => "allowed",
             CellState::Pass => "pass",
             CellState::None => "-",
         }
@@ -41,7 +45,10 @@ impl CellState {
 /// One backend's verdicts on the cases of one row.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Cell {
+    /// Passed bit for bit (or as the case's expectations say).
     pub pass: usize,
+    /// Passed within an allowance.
+    pub allowed: usize,
     pub fail: usize,
     pub xfail: usize,
     pub skip: usize,
@@ -49,8 +56,8 @@ pub struct Cell {
     pub reason: Option<String>,
     /// That case's name.
     pub case: Option<String>,
-    /// The state the reason belongs to.
-    reason_state: CellState,
+    /// The first reason (and case) of each state.
+    reasons: BTreeMap<CellState, (Option<String>, String)>,
 }
 
 impl Cell {
@@ -59,8 +66,10 @@ impl Cell {
             CellState::Fail
         } else if self.xfail > 0 {
             CellState::XFail
-        } else if self.skip > 0 && self.pass == 0 {
+        } else if self.skip > 0 && self.pass + self.allowed == 0 {
             CellState::Skip
+        } else if self.allowed > 0 {
+            CellState::Allowed
         } else if self.pass > 0 {
             CellState::Pass
         } else {
@@ -68,17 +77,24 @@ impl Cell {
         }
     }
 
-    /// `pass 12`, `pass 1, skip 3`, `fail 1/13`, `xfail 1/2`, `skip 4/4`.
+    /// `pass 12`, `pass 1, skip 3`, `allowed 2/12`, `fail 1/13`, `xfail 1/2`, `skip 4/4`.
     pub fn text(&self) -> String {
-        let total = self.pass + self.fail + self.xfail + self.skip;
+        let total = self.pass + self.allowed + self.fail + self.xfail + self.skip;
         match self.state() {
             CellState::Pass if self.skip > 0 => format!("pass {}, skip {}", self.pass, self.skip),
             CellState::Pass => format!("pass {}", self.pass),
+            CellState::Allowed if self.skip > 0 => format!(
+                "allowed {}/{}, skip {}",
+                self.allowed,
+                total - self.skip,
+                self.skip
+            ),
             CellState::None => "-".into(),
             s => {
                 let n = match s {
                     CellState::Fail => self.fail,
                     CellState::XFail => self.xfail,
+                    CellState::Allowed => self.allowed,
                     _ => self.skip,
                 };
                 format!("{} {n}/{total}", s.label())
@@ -89,6 +105,7 @@ impl Cell {
     fn add(&mut self, case: &str, v: &Verdict) {
         let (state, why) = match v {
             Verdict::Pass => (CellState::Pass, None),
+            Verdict::Allowed(by) => (CellState::Allowed, Some(by.clone())),
             Verdict::Skip(r) => (CellState::Skip, Some(r.clone())),
             Verdict::XFail { reason, .. } => (CellState::XFail, Some(reason.clone())),
             other => (
@@ -100,15 +117,20 @@ impl Cell {
         };
         match state {
             CellState::Pass => self.pass += 1,
+            CellState::Allowed => self.allowed += 1,
             CellState::Skip => self.skip += 1,
             CellState::XFail => self.xfail += 1,
             _ => self.fail += 1,
         }
-        if state != CellState::Pass && (self.case.is_none() || state < self.reason_state) {
-            self.reason = why;
-            self.case = Some(case.to_string());
-            self.reason_state = state;
+        if state != CellState::Pass {
+            self.reasons
+                .entry(state)
+                .or_insert_with(|| (why, case.to_string()));
         }
+        // The reason shown is the one of the state the cell shows.
+        let shown = self.reasons.get(&self.state());
+        self.reason = shown.and_then(|(r, _)| r.clone());
+        self.case = shown.map(|(_, c)| c.clone());
     }
 }
 
@@ -265,7 +287,7 @@ impl Scoreboard {
         let mut out = String::from(
             "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>uopkit scoreboard</title>\n<style>\
              body{font-family:sans-serif}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 6px;font-size:13px}\
-             .pass{background:#d9f2d9}.fail{background:#f7c6c6}.xfail{background:#f7e3b5}.skip{background:#e6e6e6}\
+             .pass{background:#d9f2d9}.allowed{background:#d6ebf5}.fail{background:#f7c6c6}.xfail{background:#f7e3b5}.skip{background:#e6e6e6}\
              </style></head><body>\n<h1>uopkit scoreboard</h1>\n<table>\n<tr><th>op</th><th>dtype</th><th>cases</th>",
         );
         for b in &self.backends {
@@ -306,4 +328,32 @@ fn esc(s: &str) -> String {
         .replace('<', "&lt;")
         .replace('>', "&gt;")
         .replace('"', "&quot;")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cell(vs: &[Verdict]) -> Cell {
+        let mut c = Cell::default();
+        for (i, v) in vs.iter().enumerate() {
+            c.add(&format!("case{i}"), v);
+        }
+        c
+    }
+
+    #[test]
+    fn an_allowed_trial_makes_the_cell_allowed_with_its_allowance_as_the_reason() {
+        let by = Verdict::Allowed("output 'y': 1 of 4 elements differ, allowed by ulp(2)".into());
+        let c = cell(&[Verdict::Pass, Verdict::Skip("no GPU".into()), by.clone()]);
+        assert_eq!(c.state(), CellState::Allowed);
+        assert_eq!(c.text(), "allowed 1/2, skip 1");
+        assert_eq!(c.reason.as_deref(), by.detail());
+        assert_eq!(c.case.as_deref(), Some("case2"));
+        // A failure still wins, with its own reason.
+        let f = cell(&[by, Verdict::fail(super::super::FailKind::Mismatch, "bits differ")]);
+        assert_eq!(f.state(), CellState::Fail);
+        assert_eq!(f.reason.as_deref(), Some("bits differ"));
+        assert_eq!(cell(&[Verdict::Pass]).text(), "pass 1");
+    }
 }

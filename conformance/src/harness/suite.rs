@@ -319,7 +319,10 @@ impl Suite {
 /// Counts per backend.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Tally {
+    /// Passed trials, the allowed ones included.
     pub passed: usize,
+    /// Passed trials whose values differ from the oracle's within an allowance.
+    pub allowed: usize,
     pub failed: usize,
     pub xfail: usize,
     pub xpass: usize,
@@ -333,6 +336,10 @@ impl Tally {
     pub fn add(&mut self, v: &Verdict) {
         match v {
             Verdict::Pass => self.passed += 1,
+            Verdict::Allowed(_) => {
+                self.passed += 1;
+                self.allowed += 1;
+            }
             Verdict::Fail { .. } => self.failed += 1,
             Verdict::XFail { .. } => self.xfail += 1,
             Verdict::XPass(_) => self.xpass += 1,
@@ -344,10 +351,16 @@ impl Tally {
         }
     }
 
-    /// `12 passed, 0 failed, 1 xfail, 0 xpass, 3 skipped` (and `, N invalid` when some are).
+    /// `12 passed, 0 failed, 1 xfail, 0 xpass, 3 skipped` (`12 passed (2 allowed), …` when
+    /// some passed within an allowance; `, N invalid` when some are invalid).
     pub fn line(&self) -> String {
+        let allowed = if self.allowed > 0 {
+            format!(" ({} allowed)", self.allowed)
+        } else {
+            String::new()
+        };
         let mut s = format!(
-            "{} passed, {} failed, {} xfail, {} xpass, {} skipped",
+            "{} passed{allowed}, {} failed, {} xfail, {} xpass, {} skipped",
             self.passed, self.failed, self.xfail, self.xpass, self.skipped
         );
         if self.invalid > 0 {
