@@ -722,6 +722,18 @@ fn fmt(check_only: bool, files: &[PathBuf]) -> ExitCode {
             }
         }
     }
+    let same = files.len() - differ;
+    if check_only {
+        println!(
+            "{} file(s): {same} canonical, {differ} not canonical",
+            files.len()
+        );
+    } else {
+        println!(
+            "{} file(s): {differ} rewritten, {same} already canonical",
+            files.len()
+        );
+    }
     if check_only && differ > 0 {
         ExitCode::FAILURE
     } else {

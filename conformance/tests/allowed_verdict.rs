@@ -66,7 +66,10 @@ fn a_deviation_inside_an_override_is_allowed_and_says_by_what() {
     assert!(!v.is_failure());
     assert!(by.contains("1 of"), "{by}");
     assert!(by.contains("allowed by ulp(3), worst 2 ULP"), "{by}");
-    assert!(by.contains("nudged manifest override: a test budget"), "{by}");
+    assert!(
+        by.contains("nudged manifest override: a test budget"),
+        "{by}"
+    );
 }
 
 #[test]

@@ -53,7 +53,11 @@ impl Histogram {
 
     /// The highest non-empty bucket's distances in words (`3–4 ULP`), None when all are 0.
     pub fn worst_label(&self) -> Option<String> {
-        let k = self.buckets.iter().rposition(|&n| n > 0).filter(|&k| k > 0)?;
+        let k = self
+            .buckets
+            .iter()
+            .rposition(|&n| n > 0)
+            .filter(|&k| k > 0)?;
         Some(format!("{} ULP", Self::label(k)))
     }
 

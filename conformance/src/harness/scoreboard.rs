@@ -351,7 +351,10 @@ mod tests {
         assert_eq!(c.reason.as_deref(), by.detail());
         assert_eq!(c.case.as_deref(), Some("case2"));
         // A failure still wins, with its own reason.
-        let f = cell(&[by, Verdict::fail(super::super::FailKind::Mismatch, "bits differ")]);
+        let f = cell(&[
+            by,
+            Verdict::fail(super::super::FailKind::Mismatch, "bits differ"),
+        ]);
         assert_eq!(f.state(), CellState::Fail);
         assert_eq!(f.reason.as_deref(), Some("bits differ"));
         assert_eq!(cell(&[Verdict::Pass]).text(), "pass 1");
