@@ -18,6 +18,8 @@ use uopkit_conformance::report;
 use uopkit_conformance::run::{self, RunError};
 use uopkit_conformance::worker;
 
+mod ui;
+
 #[derive(Parser)]
 #[command(
     name = "uopkit",
@@ -27,6 +29,10 @@ use uopkit_conformance::worker;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Colour in the summaries: auto (on a terminal, unless NO_COLOR is set;
+    /// CLICOLOR_FORCE forces it), always or never.
+    #[arg(long, global = true, value_enum, default_value_t = ui::ColorArg::Auto)]
+    color: ui::ColorArg,
 }
 
 /// How backends run.
@@ -261,6 +267,7 @@ fn real_main() -> ExitCode {
         return ExitCode::from(code.clamp(0, 255) as u8);
     }
     let cli = Cli::parse();
+    let colour = ui::colour(cli.color);
     match cli.command {
         Command::Check {
             corpus,
@@ -282,6 +289,7 @@ fn real_main() -> ExitCode {
                 format,
                 output,
                 verbose,
+                colour,
             },
         ),
         Command::Report {
@@ -351,7 +359,10 @@ fn real_main() -> ExitCode {
                 refusals_fail: !allow_refusals,
                 ..Default::default()
             };
-            match uopkit_conformance::fuzz::run_on(opts, b.as_ref(), &allow) {
+            let bar = ui::FuzzBar::new(opts.seconds, opts.max_cases);
+            let found = uopkit_conformance::fuzz::run_on_with(opts, b.as_ref(), &allow, &bar);
+            bar.clear();
+            match found {
                 Ok(found) => {
                     if let Err(e) = report::emit_fuzz(
                         &found,
@@ -359,6 +370,7 @@ fn real_main() -> ExitCode {
                             format,
                             output,
                             verbose: false,
+                            colour,
                         },
                     ) {
                         return bad_input(e);
@@ -439,8 +451,13 @@ fn suite_for(
     backend: &str,
     run: &RunArgs,
     select: Vec<String>,
+    progress: &ui::CheckProgress,
 ) -> Result<harness::Suite, ExitCode> {
-    let open = run.open_opts().map_err(bad_input)?;
+    let failed = |e: String| {
+        progress.clear();
+        bad_input(e)
+    };
+    let open = run.open_opts().map_err(failed)?;
     let settings = Settings {
         corpus,
         manifests,
@@ -448,7 +465,7 @@ fn suite_for(
         filters: select,
         open,
     };
-    harness::load_suite(&settings, registry).map_err(bad_input)
+    harness::load_suite_with(&settings, registry, progress).map_err(|e| failed(e.to_string()))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -462,11 +479,13 @@ fn report(
     html: Option<PathBuf>,
     select: Vec<String>,
 ) -> ExitCode {
-    let suite = match suite_for(registry, corpus, manifests, backend, run, select) {
+    let progress = ui::CheckProgress::new();
+    let suite = match suite_for(registry, corpus, manifests, backend, run, select, &progress) {
         Ok(s) => s,
         Err(code) => return code,
     };
-    let results = suite.run_all(run.jobs());
+    let results = suite.run_all_with(run.jobs(), &progress);
+    progress.clear();
     let board = harness::scoreboard(&suite, &results);
     print!("{}", board.text());
     for (path, text) in [(markdown, board.markdown()), (html, board.html())] {
@@ -492,14 +511,18 @@ fn check(
     select: Vec<String>,
     emit: &report::Emit,
 ) -> ExitCode {
-    let suite = match suite_for(registry, corpus, manifests, backend, run, select) {
+    let progress = ui::CheckProgress::new();
+    let suite = match suite_for(registry, corpus, manifests, backend, run, select, &progress) {
         Ok(s) => s,
         Err(code) => return code,
     };
-    for w in &suite.warnings {
-        eprintln!("warning: {w}");
-    }
-    let results = suite.run_all(run.jobs());
+    progress.suspend(|| {
+        for w in &suite.warnings {
+            eprintln!("warning: {w}");
+        }
+    });
+    let results = suite.run_all_with(run.jobs(), &progress);
+    progress.clear();
     if let Err(e) = report::emit_check(&suite, &results, emit) {
         return bad_input(e);
     }

@@ -238,6 +238,16 @@ pub fn run(opts: FuzzOpts) -> Result<FuzzReport, Error> {
 /// Fuzzes backend `b` (judged under `allow`); `opts.backend` names it in the report and in
 /// the written cases.
 pub fn run_on(opts: FuzzOpts, b: &dyn Backend, allow: &Allowances) -> Result<FuzzReport, Error> {
+    run_on_with(opts, b, allow, &crate::progress::Quiet)
+}
+
+/// [`run_on`], telling `progress` each case judged and each shrink begun.
+pub fn run_on_with(
+    opts: FuzzOpts,
+    b: &dyn Backend,
+    allow: &Allowances,
+    progress: &dyn crate::progress::FuzzProgress,
+) -> Result<FuzzReport, Error> {
     let start = Instant::now();
     let budget = Duration::from_secs(opts.seconds);
     let mut report = FuzzReport {
@@ -275,11 +285,14 @@ pub fn run_on(opts: FuzzOpts, b: &dyn Backend, allow: &Allowances) -> Result<Fuz
                     .or_insert(0) += 1;
             }
             Verdict::Fail { class, message } => {
+                progress.phase(&format!("shrinking case #{}", report.cases));
                 let failure =
                     shrink_and_write(&opts, b, allow, report.cases, &generated, class, message)?;
                 report.failures.push(failure);
             }
         }
+        report.elapsed = start.elapsed();
+        progress.case_done(&report);
     }
     report.elapsed = start.elapsed();
     Ok(report)

@@ -14,6 +14,8 @@ pub mod gen;
 pub mod harness;
 pub mod inputs;
 pub mod load;
+pub mod palette;
+pub mod progress;
 pub mod protocol;
 pub mod report;
 pub mod run;

@@ -16,6 +16,7 @@ use serde_json::Value as Json;
 
 use crate::fuzz::FuzzReport;
 use crate::harness::{self, FailKind, Suite, Tally, TrialResult, Verdict};
+use crate::palette::Palette;
 
 /// The `format` field of every report document.
 pub const REPORT_FORMAT: &str = "uopkit-report/1";
@@ -334,34 +335,53 @@ pub fn check_exit_code(results: &[TrialResult]) -> u8 {
 /// The human summary of a `check` run (what `uopkit check` prints; `verbose` also lists
 /// every skipped and expected-failure trial).
 pub fn check_text(suite: &Suite, results: &[TrialResult], verbose: bool) -> String {
+    check_text_painted(suite, results, verbose, Palette::PLAIN)
+}
+
+/// [`check_text`] painted with `palette` (verdict labels and counts in colour, the last
+/// line bold); [`Palette::PLAIN`] gives exactly [`check_text`].
+pub fn check_text_painted(
+    suite: &Suite,
+    results: &[TrialResult],
+    verbose: bool,
+    palette: Palette,
+) -> String {
     let mut s = String::new();
     for r in results {
         let show = r.verdict.is_failure() || (verbose && !matches!(r.verdict, Verdict::Pass));
         if show {
             let detail = r.verdict.detail().unwrap_or("");
+            let label = r.verdict.label();
             let _ = writeln!(
                 s,
-                "{:<5} {}: {}",
-                r.verdict.label(),
+                "{}{:pad$} {}: {}",
+                palette.label(label),
+                "",
                 suite.trial_name(r.case, r.backend),
-                detail.trim_end().replace('\n', "\n      ")
+                detail.trim_end().replace('\n', "\n      "),
+                pad = 5usize.saturating_sub(label.chars().count())
             );
         }
     }
     let tallies = harness::tallies(suite, results);
     for (slot, t) in suite.backends.iter().zip(&tallies) {
-        let _ = writeln!(s, "{}: {}", slot.backend.name(), t.line());
+        let _ = writeln!(
+            s,
+            "{}: {}",
+            palette.heading(slot.backend.name()),
+            palette.tally_line(t)
+        );
         for (why, n) in &t.skip_reasons {
             let _ = writeln!(s, "  skipped {n}: {why}");
         }
     }
-    let _ = writeln!(
-        s,
+    let last = format!(
         "{} case(s) selected in {}, {} unreadable or invalid",
         suite.cases.len(),
         suite.corpus.display(),
         invalid_cases(results)
     );
+    let _ = writeln!(s, "{}", palette.heading(&last));
     s
 }
 
@@ -563,22 +583,49 @@ pub struct Emit {
     pub output: Option<PathBuf>,
     /// `check -v`: the human summary also lists skipped and expected-failure trials.
     pub verbose: bool,
+    /// Which streams the human summary may be painted on (files never are).
+    pub colour: Colour,
+}
+
+/// Whether the human summary is painted on stdout and on stderr (the CLI decides from
+/// the terminal, `NO_COLOR`, `CLICOLOR_FORCE` and `--color`). Default: neither.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Colour {
+    pub stdout: bool,
+    pub stderr: bool,
+}
+
+/// The human summary, plain and painted.
+struct Human {
+    plain: String,
+    painted: String,
+}
+
+impl Human {
+    fn on(&self, colour: bool) -> &str {
+        if colour {
+            &self.painted
+        } else {
+            &self.plain
+        }
+    }
 }
 
 /// Delivers a report: `human` is the text summary, `document` the report in `emit.format`
 /// (for text, the summary itself).
-fn deliver(emit: &Emit, human: &str, document: &str) -> Result<(), ReportError> {
+fn deliver(emit: &Emit, human: &Human, document: &str) -> Result<(), ReportError> {
+    let (out, err) = (human.on(emit.colour.stdout), human.on(emit.colour.stderr));
     match (&emit.output, emit.format) {
         (Some(path), format) => {
             write_file(path, document)?;
             if format != Format::Text {
-                print_to(std::io::stdout().lock(), human)?;
+                print_to(std::io::stdout().lock(), out)?;
             }
             Ok(())
         }
-        (None, Format::Text) => print_to(std::io::stdout().lock(), human),
+        (None, Format::Text) => print_to(std::io::stdout().lock(), out),
         (None, _) => {
-            print_to(std::io::stderr().lock(), human)?;
+            print_to(std::io::stderr().lock(), err)?;
             print_to(std::io::stdout().lock(), document)
         }
     }
@@ -603,9 +650,12 @@ fn json_text(r: &Report) -> Result<String, ReportError> {
 
 /// Writes the report of a `check` run as `emit` asks.
 pub fn emit_check(suite: &Suite, results: &[TrialResult], emit: &Emit) -> Result<(), ReportError> {
-    let human = check_text(suite, results, emit.verbose);
+    let human = Human {
+        plain: check_text(suite, results, emit.verbose),
+        painted: check_text_painted(suite, results, emit.verbose, Palette::ANSI),
+    };
     let document = match emit.format {
-        Format::Text => human.clone(),
+        Format::Text => human.plain.clone(),
         Format::Json => json_text(&Report::Check(check_report(suite, results)))?,
         Format::Junit => check_junit(suite, results),
     };
@@ -614,9 +664,13 @@ pub fn emit_check(suite: &Suite, results: &[TrialResult], emit: &Emit) -> Result
 
 /// Writes the report of a `fuzz` run as `emit` asks.
 pub fn emit_fuzz(report: &FuzzReport, emit: &Emit) -> Result<(), ReportError> {
-    let human = format!("{report}\n");
+    let plain = format!("{report}\n");
+    let human = Human {
+        painted: Palette::ANSI.fuzz_summary(&plain),
+        plain,
+    };
     let document = match emit.format {
-        Format::Text => human.clone(),
+        Format::Text => human.plain.clone(),
         Format::Json => json_text(&Report::Fuzz(fuzz_report(report)))?,
         Format::Junit => fuzz_junit(report),
     };

@@ -29,6 +29,6 @@ pub use judge::{apply_xfail, judge, judge_each, judge_full, FailKind, Verdict};
 pub use libtest::{libtest_main, libtest_run};
 pub use scoreboard::{scoreboard, Cell, CellState, Row, Scoreboard};
 pub use suite::{
-    allowances_for, default_jobs, load_suite, manifests_dir, on_big_stack, tallies, CaseEntry,
-    Settings, SetupError, Slot, Suite, Tally, TrialResult,
+    allowances_for, default_jobs, load_suite, load_suite_with, manifests_dir, on_big_stack,
+    tallies, CaseEntry, Settings, SetupError, Slot, Suite, Tally, TrialResult,
 };

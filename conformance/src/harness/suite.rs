@@ -13,6 +13,7 @@ use crate::backends::Backend;
 use crate::case::Case;
 use crate::corpus;
 use crate::load;
+use crate::progress::{Progress, Quiet};
 use crate::xfail::{self, Xfail};
 
 /// Where the manifests are: `--manifests`, else `manifests/` beside the corpus directory,
@@ -148,6 +149,17 @@ pub fn allowances_for(b: &dyn Backend, manifests: &Path) -> Result<Allowances, S
 
 /// Reads the corpus, the manifests and opens the backends.
 pub fn load_suite(s: &Settings, reg: &Registry) -> Result<Suite, SetupError> {
+    load_suite_with(s, reg, &Quiet)
+}
+
+/// [`load_suite`], telling `progress` each slow phase (listing, starting backends, loading
+/// the cases).
+pub fn load_suite_with(
+    s: &Settings,
+    reg: &Registry,
+    progress: &dyn Progress,
+) -> Result<Suite, SetupError> {
+    progress.phase(&format!("listing {}", s.corpus.display()));
     if !s.corpus.is_dir() {
         return Err(SetupError(format!(
             "{}: not a corpus directory (use --corpus DIR)",
@@ -181,6 +193,7 @@ pub fn load_suite(s: &Settings, reg: &Registry) -> Result<Suite, SetupError> {
     let mut backends = vec![];
     let mut seen = std::collections::BTreeSet::new();
     for spec in &s.backends {
+        progress.phase(&format!("starting backend {spec}"));
         let b = reg.open(spec, &s.open).map_err(|e| {
             SetupError(format!(
                 "backend {spec}: {e}\nhint: `--backend oracle` runs the oracle alone"
@@ -204,6 +217,7 @@ pub fn load_suite(s: &Settings, reg: &Registry) -> Result<Suite, SetupError> {
     xfail
         .check_names(|c| all_names.iter().any(|n| n == c), &known)
         .map_err(|e| SetupError(format!("{}: {e}", xf_path.display())))?;
+    progress.phase(&format!("loading {} cases", files.len()));
     let cases = files
         .into_iter()
         .map(|file| CaseEntry {
@@ -277,6 +291,13 @@ impl Suite {
     /// trials on one thread so that the oracle runs once per case. Results are in case order,
     /// then backend order.
     pub fn run_all(&self, jobs: usize) -> Vec<TrialResult> {
+        self.run_all_with(jobs, &Quiet)
+    }
+
+    /// [`Suite::run_all`], telling `progress` the number of trials, then each verdict as it
+    /// comes.
+    pub fn run_all_with(&self, jobs: usize, progress: &dyn Progress) -> Vec<TrialResult> {
+        progress.start((self.cases.len() * self.backends.len()) as u64);
         let next = AtomicUsize::new(0);
         let results: Mutex<Vec<TrialResult>> = Mutex::new(vec![]);
         let work = || loop {
@@ -288,11 +309,15 @@ impl Suite {
                 .run_case(c)
                 .into_iter()
                 .enumerate()
-                .map(|(b, verdict)| TrialResult {
-                    case: c,
-                    backend: b,
-                    verdict,
-                });
+                .map(|(b, verdict)| {
+                    progress.trial_done(&verdict);
+                    TrialResult {
+                        case: c,
+                        backend: b,
+                        verdict,
+                    }
+                })
+                .collect::<Vec<_>>();
             results
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
