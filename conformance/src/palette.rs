@@ -21,6 +21,7 @@ const RED: Style = Style::new()
     .bold();
 const GREEN: Style = Style::new().fg_color(Some(anstyle::Color::Ansi(AnsiColor::Green)));
 const YELLOW: Style = Style::new().fg_color(Some(anstyle::Color::Ansi(AnsiColor::Yellow)));
+const CYAN: Style = Style::new().fg_color(Some(anstyle::Color::Ansi(AnsiColor::Cyan)));
 const BOLD: Style = Style::new().bold();
 
 impl Palette {
@@ -41,12 +42,13 @@ impl Palette {
         }
     }
 
-    /// A verdict label (`ok`, `FAIL`, `skip`, `xfail`, `XPASS`, `BAD`) in its colour.
+    /// A verdict label (`ok`, `allowed`, `FAIL`, `skip`, `xfail`, `XPASS`, `BAD`) in its colour.
     pub fn label(&self, label: &str) -> String {
         let style = match label {
             "FAIL" | "XPASS" | "BAD" => RED,
             "ok" | "pass" => GREEN,
             "xfail" | "skip" => YELLOW,
+            "allowed" => CYAN,
             _ => Style::new(),
         };
         self.paint(style, label)
@@ -69,8 +71,12 @@ impl Palette {
 
     /// [`Tally::line`], with the counts that are not zero in their verdict's colour.
     pub fn tally_line(&self, t: &Tally) -> String {
+        let mut passed = self.count(t.passed, "passed", GREEN);
+        if t.allowed > 0 {
+            passed += &format!(" ({})", self.count(t.allowed, "allowed", CYAN));
+        }
         let mut s = [
-            self.count(t.passed, "passed", GREEN),
+            passed,
             self.count(t.failed, "failed", RED),
             self.count(t.xfail, "xfail", YELLOW),
             self.count(t.xpass, "xpass", RED),
@@ -130,6 +136,11 @@ mod tests {
 
     #[test]
     fn plain_is_the_text_unchanged() {
+        let mut allowed = tally();
+        allowed.allowed = 2;
+        assert!(allowed
+            .line()
+            .starts_with("12 passed (2 allowed), 0 failed"));
         let p = Palette::PLAIN;
         assert_eq!(p.tally_line(&tally()), tally().line());
         assert_eq!(p.tally_line(&Tally::default()), Tally::default().line());

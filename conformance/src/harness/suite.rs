@@ -379,19 +379,7 @@ impl Tally {
     /// `12 passed, 0 failed, 1 xfail, 0 xpass, 3 skipped` (`12 passed (2 allowed), …` when
     /// some passed within an allowance; `, N invalid` when some are invalid).
     pub fn line(&self) -> String {
-        let allowed = if self.allowed > 0 {
-            format!(" ({} allowed)", self.allowed)
-        } else {
-            String::new()
-        };
-        let mut s = format!(
-            "{} passed{allowed}, {} failed, {} xfail, {} xpass, {} skipped",
-            self.passed, self.failed, self.xfail, self.xpass, self.skipped
-        );
-        if self.invalid > 0 {
-            s += &format!(", {} invalid", self.invalid);
-        }
-        s
+        crate::palette::Palette::PLAIN.tally_line(self)
     }
 }
 
