@@ -606,7 +606,7 @@ fn run_one(file: &Path) -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(report) => {
-            println!("NOT as expected:\n{report}");
+            println!("NOT as expected:\n{}", report.trim_end());
             ExitCode::FAILURE
         }
     }

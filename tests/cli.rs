@@ -41,7 +41,7 @@ fn rejects(name: &str, body: &str, node: Option<u64>, reason: &str) {
     );
     if let Some(n) = node {
         assert!(
-            text.contains(&format!("node {n}")) || text.contains(&format!("%{n}")),
+            text.contains(&format!("node {n}")) && !text.contains(&format!("%{n}")),
             "{name}: message does not name node {n}:\n{text}"
         );
     }

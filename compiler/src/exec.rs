@@ -31,10 +31,10 @@ pub enum ExecError {
     #[error("buffer of {size} {dtype} elements: size overflows")]
     SizeOverflow { size: usize, dtype: DType },
     /// The inputs lack a graph buffer component's initial contents.
-    #[error("buffer {node} has no initial contents for component {component}")]
+    #[error("buffer node {} has no initial contents for component {component}", node.0)]
     MissingInput { node: NodeId, component: usize },
     /// A graph buffer with initial contents was planned into a storage it shares.
-    #[error("graph buffer {0} shares storage")]
+    #[error("graph buffer node {} shares storage", .0.0)]
     SharedGraphBuffer(NodeId),
     /// An output's view could not be applied to its buffer.
     #[error("{0}")]

@@ -30,7 +30,9 @@ pub enum RunError {
     #[error("{0}")]
     Load(#[from] LoadError),
     /// The oracle stopped (undefined behaviour or an evaluation error); ids are case-file ids.
-    #[error("oracle: {0}")]
+    /// No prefix: whoever prints it says that the oracle stopped (`uopkit run`'s `oracle: `,
+    /// the trial name `oracle::…`, `the oracle failed: `).
+    #[error("{0}")]
     Oracle(OracleError),
     #[error("{0}")]
     Output(String),

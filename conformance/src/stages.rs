@@ -398,13 +398,15 @@ fn schedule_case_opts(
         .map(|o| run.loaded.arena(o.node))
         .collect::<Result<_, _>>()
         .map_err(|e| DiffError::Case(e.to_string()))?;
-    Ok(pipeline::schedule_with_opts(
-        &run.loaded.graph,
-        &run.verified,
-        &roots,
-        passes,
-        opts,
-    )?)
+    // A refusal names the case-file node, as every message does.
+    pipeline::schedule_with_opts(&run.loaded.graph, &run.verified, &roots, passes, opts).map_err(
+        |e| {
+            DiffError::Refused(ScheduleError {
+                node: NodeId(file_id(run, e.node) as u32),
+                reason: e.reason,
+            })
+        },
+    )
 }
 
 /// Which rules of the last pass the difference depends on: the pass is rerun without each

@@ -1,4 +1,6 @@
-//! The oracle's error type. Every error names the node it is about.
+//! The oracle's error type. Every error names the node it is about, as `node N (OP)` with the
+//! plain number N (never the `%N` of IR listings): the case-file id once a loader has passed the
+//! error through [`Error::map_nodes`], the arena index otherwise.
 
 use crate::ir::{NodeId, Op};
 use crate::scalar::Ub;
@@ -8,7 +10,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Error {
     /// The graph breaks the IR's rules (wrong arity, shapes, dtypes, devices, …).
-    #[error("node {node} ({op}): {reason}")]
+    #[error("node {} ({op}): {reason}", node.0)]
     Verify {
         node: NodeId,
         op: Op,
@@ -18,7 +20,8 @@ pub enum Error {
     /// For a multi-device value, `device` is the component (its position in the device tuple
     /// and the device's name) and `element` is the index within that component.
     #[error(
-        "undefined behaviour at node {node} ({op}), {}element {element}: {kind}{}",
+        "undefined behaviour at node {} ({op}), {}element {element}: {kind}{}",
+        node.0,
         device_text(device),
         origin_text(origin)
     )]
@@ -34,7 +37,8 @@ pub enum Error {
     /// allocating). `needed` is the estimated peak of the whole evaluation, `node_bytes` what
     /// `node` (where the running estimate first passes the limit) adds.
     #[error(
-        "node {node} ({op}): evaluation would need an estimated {} (this node {}), over the memory limit of {} (set {} to change it)",
+        "node {} ({op}): evaluation would need an estimated {} (this node {}), over the memory limit of {} (set {} to change it)",
+        node.0,
         crate::eval::budget::human(*needed),
         crate::eval::budget::human(*node_bytes),
         crate::eval::budget::human(*limit),
@@ -49,15 +53,31 @@ pub enum Error {
     },
     /// A setting the oracle reads (an environment variable) has a bad value; `node` is the
     /// root whose evaluation needed it.
-    #[error("node {node} ({op}): {reason}")]
+    #[error("node {} ({op}): {reason}", node.0)]
     Config {
         node: NodeId,
         op: Op,
         variable: &'static str,
         reason: String,
     },
+    /// Two stores to one buffer that `node` reads after are not ordered (neither target is
+    /// after the other); `other` is `None` for the buffer's initial contents.
+    #[error(
+        "node {} ({op}): stores node {} and {} to buffer node {} are not ordered (neither target is after the other)",
+        node.0,
+        store.0,
+        other.map(|o| format!("node {}", o.0)).unwrap_or_else(|| "its initial contents".into()),
+        buffer.0
+    )]
+    Unordered {
+        node: NodeId,
+        op: Op,
+        store: NodeId,
+        other: Option<NodeId>,
+        buffer: NodeId,
+    },
     /// The input is well formed but refers to something the oracle cannot evaluate.
-    #[error("node {node} ({op}): {reason}")]
+    #[error("node {} ({op}): {reason}", node.0)]
     Eval {
         node: NodeId,
         op: Op,
@@ -73,7 +93,8 @@ impl Error {
             | Error::Ub { node, .. }
             | Error::Eval { node, .. }
             | Error::Memory { node, .. }
-            | Error::Config { node, .. } => *node,
+            | Error::Config { node, .. }
+            | Error::Unordered { node, .. } => *node,
         }
     }
 
@@ -85,6 +106,20 @@ impl Error {
             | Error::Eval { node, .. }
             | Error::Memory { node, .. }
             | Error::Config { node, .. } => *node = f(*node),
+            Error::Unordered {
+                node,
+                store,
+                other,
+                buffer,
+                ..
+            } => {
+                *node = f(*node);
+                *store = f(*store);
+                *buffer = f(*buffer);
+                if let Some(o) = other {
+                    *o = f(*o);
+                }
+            }
             Error::Ub { node, origin, .. } => {
                 *node = f(*node);
                 if let Some((o, _)) = origin {
@@ -98,7 +133,7 @@ impl Error {
 
 fn origin_text(origin: &Option<(NodeId, usize)>) -> String {
     match origin {
-        Some((buf, i)) => format!(" (element {i} of buffer {buf} was never written)"),
+        Some((buf, i)) => format!(" (element {i} of buffer node {} was never written)", buf.0),
         None => String::new(),
     }
 }

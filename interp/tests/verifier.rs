@@ -250,9 +250,9 @@ fn unordered_stores_to_one_buffer_are_an_error() {
     let ver = verify(&g).expect("each store alone is well formed");
     let inputs = std::collections::BTreeMap::from([(a, vec![vec![Some(0), Some(0)]])]);
     match uopkit_interp::eval::evaluate(&g, &ver, &inputs, &[after]) {
-        Err(Error::Eval { node, reason, .. }) => {
-            assert_eq!(node, after);
-            assert!(reason.contains("not ordered"), "{reason}");
+        Err(e @ Error::Unordered { .. }) => {
+            assert_eq!(e.node(), after);
+            assert!(e.to_string().contains("not ordered"), "{e}");
         }
         other => panic!("expected an ordering error, got {:?}", other.map(|_| ())),
     }

@@ -22,7 +22,7 @@ use index::IndexGraph;
 
 /// Why a kernel could not be lowered.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("cannot lower node {node}: {reason}")]
+#[error("cannot lower node {}: {reason}", node.0)]
 pub struct LowerError {
     pub node: NodeId,
     pub reason: String,

@@ -259,7 +259,7 @@ impl Schedule {
 
 /// Why a graph cannot be scheduled.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("cannot schedule node {node}: {reason}")]
+#[error("cannot schedule node {}: {reason}", node.0)]
 pub struct ScheduleError {
     pub node: NodeId,
     pub reason: String,

@@ -68,6 +68,13 @@ impl Job<'_> {
             .copied()
             .unwrap_or(u64::from(n.0))
     }
+
+    /// An oracle error with its arena ids translated into case-file ids (what a user finds in
+    /// the case file).
+    pub fn file_error(&self, e: uopkit_interp::Error) -> uopkit_interp::Error {
+        // Case-file ids fit in u32 (the loader refuses larger ones).
+        e.map_nodes(|n| NodeId(self.file_id_of(n) as u32))
+    }
 }
 
 /// What a backend computed.

@@ -19,13 +19,13 @@ impl Backend for Oracle {
     fn run(&self, job: &Job) -> Result<Ran, BackendError> {
         let roots = job.roots();
         let ev = eval::evaluate(job.graph, job.verified, job.inputs, &roots)
-            .map_err(|e| BackendError::Failed(format!("oracle: {e}")))?;
+            .map_err(|e| BackendError::Failed(job.file_error(e).to_string()))?;
         let outputs = roots
             .iter()
             .map(|&r| {
                 ev.output(job.graph, r)
                     .map(|v| Some(v.clone()))
-                    .map_err(|e| BackendError::Failed(format!("oracle: {e}")))
+                    .map_err(|e| BackendError::Failed(job.file_error(e).to_string()))
             })
             .collect::<Result<_, _>>()?;
         Ok(Ran {

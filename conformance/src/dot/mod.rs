@@ -169,7 +169,14 @@ pub fn case_dot(case: &Case, opts: &DotOpts) -> Result<String, DotError> {
         crate::backend::schedule_opts_for(case).map_err(|e| DotError::Schedule(e.to_string()))?;
     let sched =
         uopkit_compiler::pipeline::schedule_opts(&loaded.graph, &verified, &roots, &sched_opts)
-            .map_err(|e| DotError::Schedule(e.to_string()))?;
+            .map_err(|e| {
+                let node = loaded
+                    .file_id
+                    .get(e.node.index())
+                    .copied()
+                    .unwrap_or(u64::from(e.node.0));
+                DotError::Schedule(format!("node {node}: {}", e.reason))
+            })?;
     match opts.what {
         What::Schedule => Ok(schedule::schedule_dot(&sched, &loaded.file_id, highlight)),
         _ => {

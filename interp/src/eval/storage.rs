@@ -152,19 +152,16 @@ impl<C> Versions<C> {
         base: Version<C>,
         deps: &Summary,
     ) -> Result<Version<C>> {
-        let unordered = |a: NodeId, other: String| {
-            Error::Eval {
+        let unordered = |a: NodeId, other: Option<NodeId>| Error::Unordered {
             node: at,
             op: g.node(at).op,
-            reason: format!(
-                "stores {a} and {other} to buffer {} are not ordered (neither target is after the other)",
-                base.buffer
-            ),
-        }
+            store: a,
+            other,
+            buffer: base.buffer,
         };
         match deps.get(&base.buffer) {
             None => Ok(base),
-            Some(&Newest::Unordered(a, b)) => Err(unordered(a, b.to_string())),
+            Some(&Newest::Unordered(a, b)) => Err(unordered(a, Some(b))),
             Some(&Newest::Store(s)) => {
                 let Some(v) = self.version(s) else {
                     return Ok(base);
@@ -174,11 +171,7 @@ impl<C> Versions<C> {
                 } else if self.is_ancestor(Some(s), base.made_by) {
                     Ok(base)
                 } else {
-                    let other = base
-                        .made_by
-                        .map(|n| n.to_string())
-                        .unwrap_or_else(|| "its initial contents".into());
-                    Err(unordered(s, other))
+                    Err(unordered(s, base.made_by))
                 }
             }
         }
@@ -204,17 +197,12 @@ impl<C> Versions<C> {
             if self.is_ancestor(newest.made_by, Some(s)) {
                 newest = v.clone();
             } else if !self.is_ancestor(Some(s), newest.made_by) {
-                let other = newest
-                    .made_by
-                    .map(|n| n.to_string())
-                    .unwrap_or_else(|| "its initial contents".into());
-                return Err(Error::Eval {
+                return Err(Error::Unordered {
                     node: at,
                     op: g.node(at).op,
-                    reason: format!(
-                        "stores {s} and {other} to buffer {} are not ordered (neither target is after the other)",
-                        newest.buffer
-                    ),
+                    store: s,
+                    other: newest.made_by,
+                    buffer: newest.buffer,
                 });
             }
         }
