@@ -118,3 +118,29 @@ fn diff_names_the_gpu_pass_and_rule_of_a_missing_barrier() {
         .filter(|s| s.stage.starts_with("kernels:"))
         .all(|s| s.difference.is_none()));
 }
+
+/// The diff report names graph nodes by the case file's ids, even when they differ from the
+/// oracle's arena indices.
+#[test]
+fn diff_names_nodes_by_case_file_id() {
+    let renumbered = PERMUTED_RESHAPE
+        .replace("\"id\": 0,", "\"id\": 10,")
+        .replace("\"id\": 1,", "\"id\": 11,")
+        .replace("\"id\": 2,", "\"id\": 12,")
+        .replace("\"id\": 3,", "\"id\": 13,")
+        .replace("\"id\": 4,", "\"id\": 14,")
+        .replace("\"src\": [0]", "\"src\": [10]")
+        .replace("\"src\": [1]", "\"src\": [11]")
+        .replace("\"src\": [2]", "\"src\": [12]")
+        .replace("\"src\": [3, 3]", "\"src\": [13, 13]")
+        .replace("\"node\": 4", "\"node\": 14")
+        .replace("{\"0\": {\"arange\"", "{\"10\": {\"arange\"");
+    let case = load::parse_case(&renumbered).expect("the renumbered case parses");
+    faults::set_active(&["fault_mod_drop"]);
+    let report = diff(&case);
+    faults::set_active(&[]);
+    let first = report.expect("diff runs").first.expect("a difference");
+    assert!(first.contains("graph node 14"), "{first}");
+    assert!(first.contains("--highlight 14"), "{first}");
+    assert!(!first.contains("graph %"), "arena ids leak: {first}");
+}

@@ -356,7 +356,8 @@ pub fn diff(case: &Case) -> Result<DiffReport, DiffError> {
                 format!(" (culprit rule: {})", culprits.join(", "))
             };
             first = Some(format!(
-                "first difference at stage '{stage}', {pass}{rules}\n{d}\nschedule:\n{sched}"
+                "first difference at stage '{stage}', {pass}{rules}\n{d}\nschedule:\n{}",
+                sched.listing(&|n| format!("node {}", file_id(&run, n)))
             ));
         }
         stages.push(StageResult { stage, difference });

@@ -131,14 +131,37 @@ impl Schedule {
     }
 }
 
+impl Schedule {
+    /// The schedule's text form with graph nodes named by `node` (a caller with a case file
+    /// names them by their case-file ids: `|n| format!("node {}", file_id(n))`).
+    pub fn listing<'a>(&'a self, node: &'a dyn Fn(NodeId) -> String) -> Listing<'a> {
+        Listing { sched: self, node }
+    }
+}
+
+/// [`Schedule::listing`].
+pub struct Listing<'a> {
+    sched: &'a Schedule,
+    node: &'a dyn Fn(NodeId) -> String,
+}
+
 impl fmt::Display for Schedule {
-    /// A stable text form for snapshots and reports.
+    /// A stable text form for snapshots and reports (graph nodes by arena id, `%N`).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.listing(&|n| n.to_string()).fmt(f)
+    }
+}
+
+impl fmt::Display for Listing<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let this = self.sched;
         writeln!(f, "buffers:")?;
-        for (i, b) in self.buffers.iter().enumerate() {
+        for (i, b) in this.buffers.iter().enumerate() {
             let kind = match b.kind {
-                BufferKind::Graph(n) => format!("graph {n}"),
-                BufferKind::GraphComponent(n, c) => format!("graph {n} component {c}"),
+                BufferKind::Graph(n) => format!("graph {}", (self.node)(n)),
+                BufferKind::GraphComponent(n, c) => {
+                    format!("graph {} component {c}", (self.node)(n))
+                }
                 BufferKind::Intermediate => "intermediate".to_string(),
             };
             writeln!(
@@ -148,7 +171,7 @@ impl fmt::Display for Schedule {
             )?;
         }
         writeln!(f, "steps:")?;
-        for (i, s) in self.steps.iter().enumerate() {
+        for (i, s) in this.steps.iter().enumerate() {
             match s {
                 Step::Kernel {
                     device,
@@ -171,12 +194,12 @@ impl fmt::Display for Schedule {
                 Step::Copy { dst, src } => writeln!(
                     f,
                     "  {i}: copy {dst} on {} <- {src} on {}",
-                    self.buffers[dst.0 as usize].device, self.buffers[src.0 as usize].device
+                    this.buffers[dst.0 as usize].device, this.buffers[src.0 as usize].device
                 )?,
             }
         }
         writeln!(f, "outputs:")?;
-        for (i, o) in self.outputs.iter().enumerate() {
+        for (i, o) in this.outputs.iter().enumerate() {
             match o {
                 Some(OutputView {
                     components: Some(cs),

@@ -20,8 +20,13 @@ impl Backend for Cpu {
 
     fn run(&self, job: &Job) -> Result<Ran, BackendError> {
         let sched = super::schedule_job(job)?;
-        let outputs = exec::run(&sched, job.inputs)
-            .map_err(|e| BackendError::Failed(format!("{e}\nschedule:\n{sched}")))?;
+        let outputs = exec::run(&sched, job.inputs).map_err(|e| {
+            BackendError::Failed(format!(
+                "{}\nschedule:\n{}",
+                job.exec_error(e),
+                job.schedule_text(&sched)
+            ))
+        })?;
         Ok(Ran {
             outputs,
             facts: Some(schedule_facts(&sched, job)),

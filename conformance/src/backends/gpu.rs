@@ -211,12 +211,20 @@ impl Backend for GpuRun {
             let opts = RunOpts::from_env().map_err(BackendError::Failed)?;
             interpret_schedule(&sched, job.inputs, &opts, Record::Outputs)
                 .map_err(|e| {
-                    BackendError::Failed(format!("kernel interpreter: {e}\nschedule:\n{sched}"))
+                    BackendError::Failed(format!(
+                        "kernel interpreter: {e}\nschedule:\n{}",
+                        job.schedule_text(&sched)
+                    ))
                 })?
                 .outputs
         } else {
-            exec::run(&sched, job.inputs)
-                .map_err(|e| BackendError::Failed(format!("{e}\nschedule:\n{sched}")))?
+            exec::run(&sched, job.inputs).map_err(|e| {
+                BackendError::Failed(format!(
+                    "{}\nschedule:\n{}",
+                    job.exec_error(e),
+                    job.schedule_text(&sched)
+                ))
+            })?
         };
         let mut facts = facts_of(&sched, job.file_id);
         // Report devices by the case's names.

@@ -35,7 +35,8 @@ impl Backend for GpuSim {
             let trace =
                 interpret_schedule(&sched, job.inputs, &run, Record::Outputs).map_err(|e| {
                     BackendError::Failed(format!(
-                        "kernel interpreter (seed {seed:#x}): {e}\nschedule:\n{sched}"
+                        "kernel interpreter (seed {seed:#x}): {e}\nschedule:\n{}",
+                        job.schedule_text(&sched)
                     ))
                 })?;
             match &first {
@@ -43,7 +44,8 @@ impl Backend for GpuSim {
                 Some((s0, outs)) => {
                     if let Some(i) = (0..outs.len()).find(|&i| outs[i] != trace.outputs[i]) {
                         return Err(BackendError::Failed(format!(
-                            "output {i} depends on the interleaving: seeds {s0:#x} and {seed:#x} differ (a missing barrier?)\nschedule:\n{sched}"
+                            "output {i} depends on the interleaving: seeds {s0:#x} and {seed:#x} differ (a missing barrier?)\nschedule:\n{}",
+                            job.schedule_text(&sched)
                         )));
                     }
                 }

@@ -20,7 +20,10 @@ impl Backend for Kernels {
         let opts = RunOpts::from_env().map_err(BackendError::Failed)?;
         let trace =
             interpret_schedule(&sched, job.inputs, &opts, Record::Outputs).map_err(|e| {
-                BackendError::Failed(format!("kernel interpreter: {e}\nschedule:\n{sched}"))
+                BackendError::Failed(format!(
+                    "kernel interpreter: {e}\nschedule:\n{}",
+                    job.schedule_text(&sched)
+                ))
             })?;
         Ok(Ran {
             outputs: trace.outputs,

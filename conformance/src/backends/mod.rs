@@ -75,6 +75,29 @@ impl Job<'_> {
         // Case-file ids fit in u32 (the loader refuses larger ones).
         e.map_nodes(|n| NodeId(self.file_id_of(n) as u32))
     }
+
+    /// uopkit's schedule as text, graph nodes by case-file id (`graph node 6`).
+    pub fn schedule_text(&self, s: &Schedule) -> String {
+        s.listing(&|n| format!("node {}", self.file_id_of(n)))
+            .to_string()
+    }
+
+    /// A runtime error of uopkit's executor with its graph nodes named by case-file id.
+    pub fn exec_error(
+        &self,
+        e: uopkit_compiler::exec::ExecError,
+    ) -> uopkit_compiler::exec::ExecError {
+        use uopkit_compiler::exec::ExecError as E;
+        let file = |n: NodeId| NodeId(self.file_id_of(n) as u32);
+        match e {
+            E::MissingInput { node, component } => E::MissingInput {
+                node: file(node),
+                component,
+            },
+            E::SharedGraphBuffer(n) => E::SharedGraphBuffer(file(n)),
+            other => other,
+        }
+    }
 }
 
 /// What a backend computed.

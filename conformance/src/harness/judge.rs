@@ -249,7 +249,7 @@ fn judge_inner(
         return (v, Some(ran));
     }
     if let Some(s) = &ran.schedule {
-        report += &format!("schedule:\n{s}");
+        report += &format!("schedule:\n{}", job.schedule_text(s));
     }
     (Verdict::fail(FailKind::Mismatch, report), Some(ran))
 }
