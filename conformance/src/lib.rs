@@ -14,6 +14,7 @@ pub mod gen;
 pub mod harness;
 pub mod inputs;
 pub mod load;
+pub mod pass_trace;
 pub mod protocol;
 pub mod report;
 pub mod run;
