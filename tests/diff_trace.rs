@@ -81,7 +81,11 @@ fn the_trace_of_the_wrong_pass_marks_the_wrong_rule() {
     );
     assert_eq!(marked.len(), t.touching().count(), "{shown}");
     // By default only the touching steps are listed; `all` lists every one.
-    let all = report.trace.as_ref().expect("a trace").render(TraceMode::All);
+    let all = report
+        .trace
+        .as_ref()
+        .expect("a trace")
+        .render(TraceMode::All);
     let listed = all.lines().filter(|l| l.contains(" #")).count();
     assert_eq!(listed, t.steps.len(), "{all}");
     let hidden = t.steps.len() - t.touching().count();
@@ -92,15 +96,25 @@ fn the_trace_of_the_wrong_pass_marks_the_wrong_rule() {
         );
     }
     assert_eq!(
-        report.trace.as_ref().expect("a trace").render(TraceMode::None),
+        report
+            .trace
+            .as_ref()
+            .expect("a trace")
+            .render(TraceMode::None),
         ""
     );
 }
 
 #[test]
 fn the_trace_is_the_same_every_time() {
-    let a = diff_with_fault().trace.expect("a trace").render(TraceMode::All);
-    let b = diff_with_fault().trace.expect("a trace").render(TraceMode::All);
+    let a = diff_with_fault()
+        .trace
+        .expect("a trace")
+        .render(TraceMode::All);
+    let b = diff_with_fault()
+        .trace
+        .expect("a trace")
+        .render(TraceMode::All);
     assert_eq!(a, b);
 }
 
@@ -175,7 +189,10 @@ fn the_cli_prints_no_trace_for_a_passing_case() {
     for mode in ["touching", "all", "none"] {
         let (code, text) = uopkit(&["diff", file, "--backend", "none", "--trace", mode]);
         assert_eq!(code, 0, "{text}");
-        assert!(text.contains("every stage agrees with the oracle"), "{text}");
+        assert!(
+            text.contains("every stage agrees with the oracle"),
+            "{text}"
+        );
         assert!(!text.contains("rewrite trace"), "{text}");
     }
     let (code, text) = uopkit(&["diff", file, "--trace", "some"]);

@@ -127,9 +127,9 @@ impl PassTrace {
             .enumerate()
             .map(|(i, s)| ShownStep {
                 number: i + 1,
-                touches: ancestry.as_ref().is_none_or(|a| {
-                    a.contains(&s.matched.id) || a.contains(&s.replacement.id)
-                }),
+                touches: ancestry
+                    .as_ref()
+                    .is_none_or(|a| a.contains(&s.matched.id) || a.contains(&s.replacement.id)),
                 step: s.clone(),
             })
             .collect();

@@ -32,8 +32,8 @@ pub const GPU_SEEDS: [u64; 3] = [0, 0x9E37_79B9_7F4A_7C15, 0xD1B5_4A32_D192_ED03
 use crate::case::Case;
 use crate::compare;
 use crate::pass_trace::{PassTrace, TraceSection};
-use uopkit_compiler::rewrite::{RewriteTrace, TraceGraph};
 use crate::run::{self, OracleRun, RunError};
+use uopkit_compiler::rewrite::{RewriteTrace, TraceGraph};
 
 /// Why `uopkit diff` could not run the stages.
 #[derive(Debug, Clone, thiserror::Error)]

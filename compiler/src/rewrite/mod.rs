@@ -19,7 +19,8 @@ pub mod symbolic;
 pub mod trace;
 
 pub use engine::{
-    rewrite, rewrite_traced, Order, RewriteFn, RewriteOpts, RewriteResult, Rule, RuleSet, StopReason,
+    rewrite, rewrite_traced, Order, RewriteFn, RewriteOpts, RewriteResult, Rule, RuleSet,
+    StopReason,
 };
 pub use pattern::{Captures, Pat};
 pub use range::{ub_free, vmax, vmin, vrange, Ranges, VRange};

@@ -10,7 +10,7 @@
 
 use std::collections::BTreeMap;
 
-use uopkit_interp::ir::{Arg, DType, Graph, NodeId, Op};
+use uopkit_interp::ir::{Arg, DType, Graph, KArg, NodeId, Op};
 
 /// The cap [`RewriteTrace::default`] records up to.
 pub const DEFAULT_MAX_STEPS: usize = 10_000;
@@ -199,7 +199,8 @@ impl RewriteTrace {
 }
 
 /// `id`'s subexpression on one line, cut to `max` characters (ending in `…` when cut):
-/// `op.dtype(src, …)`, constants as `dtype:value`, loop variables as `r<axis>`.
+/// `op.dtype(src, …)` (a kernel node's argument in brackets: `PARAM.int32[slot=0]()`),
+/// integer constants as their value, loop variables of index arithmetic as `r<axis>`.
 pub fn render(g: &Graph, id: NodeId, max: usize) -> String {
     let mut out = String::new();
     let cut = !render_into(g, id, max, &mut out);
@@ -230,7 +231,16 @@ fn render_into(g: &Graph, id: NodeId, max: usize, out: &mut String) -> bool {
         }
         (Op::RANGE, Arg::Index(a)) => out.push_str(&format!("r{a}")),
         _ => {
-            out.push_str(&format!("{}.{}(", n.op, n.dtype));
+            let arg = match &n.arg {
+                Arg::Kernel(KArg::Param(s), _) => format!("[slot={s}]"),
+                Arg::Kernel(KArg::Reg(r), _) => format!("[reg={r}]"),
+                Arg::Kernel(KArg::Const(b), _) => format!("[{}]", signed(n.dtype, *b)),
+                Arg::Kernel(KArg::Axis(a), _) => format!("[axis={a}]"),
+                Arg::Kernel(KArg::Special(name), _) => format!("[{name}]"),
+                Arg::Kernel(KArg::Local(size), _) => format!("[local={size}]"),
+                _ => String::new(),
+            };
+            out.push_str(&format!("{}.{}{arg}(", n.op, n.dtype));
             for (i, &s) in n.src.iter().enumerate() {
                 if i > 0 {
                     out.push_str(", ");
