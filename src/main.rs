@@ -146,12 +146,17 @@ enum Command {
     },
     /// Run one case through every stage of the compiler (lowered kernels, after each
     /// rewrite pass, rendered code) and report the first stage, pass, kernel and node whose
-    /// values differ from the tensor-level oracle.
+    /// values differ from the tensor-level oracle, then the rewrite trace of that pass in
+    /// that kernel.
     Diff {
         file: PathBuf,
         /// The backend for the rendered stage (`none` stops after the interpreted kernels).
         #[arg(long, default_value = "cpu")]
         backend: String,
+        /// The rewrite trace of the differing pass: touching (the steps that built the
+        /// diverging node, marked >>), all (every step of the pass in the kernel) or none.
+        #[arg(long, default_value = "touching")]
+        trace: uopkit_conformance::pass_trace::TraceMode,
         #[command(flatten)]
         run: RunArgs,
     },
@@ -334,7 +339,12 @@ fn real_main() -> ExitCode {
             target,
             lang,
         } => compile(&file, if c { Some(LangArg::C) } else { lang }, target),
-        Command::Diff { file, backend, run } => diff(&registry, &file, &backend, &run),
+        Command::Diff {
+            file,
+            backend,
+            trace,
+            run,
+        } => diff(&registry, &file, &backend, trace, &run),
         Command::Fuzz {
             backend,
             run,
@@ -612,7 +622,13 @@ fn run_one(file: &Path) -> ExitCode {
     }
 }
 
-fn diff(registry: &Registry, file: &Path, backend: &str, run: &RunArgs) -> ExitCode {
+fn diff(
+    registry: &Registry,
+    file: &Path,
+    backend: &str,
+    trace: uopkit_conformance::pass_trace::TraceMode,
+    run: &RunArgs,
+) -> ExitCode {
     let case = match read_case(file) {
         Ok(c) => c,
         Err(e) => return bad_input(e),
@@ -648,6 +664,12 @@ fn diff(registry: &Registry, file: &Path, backend: &str, run: &RunArgs) -> ExitC
                 }
                 Some(first) => {
                     println!("{first}");
+                    if let Some(section) = &report.trace {
+                        let text = section.render(trace);
+                        if !text.is_empty() {
+                            print!("\n{text}");
+                        }
+                    }
                     ExitCode::FAILURE
                 }
             }

@@ -8,6 +8,7 @@
 use uopkit_interp::ir::{Graph, NodeId};
 use uopkit_interp::verify::Verified;
 
+use crate::rewrite::trace::RewriteTrace;
 use crate::rewrite::RuleSet;
 use crate::schedule::{Plan, PlanStep, Schedule, ScheduleError, ScheduleOpts, Step};
 
@@ -60,6 +61,21 @@ pub fn schedule_with_opts(
     lower_plan(plan, g, ver, passes, opts)
 }
 
+/// [`schedule_with_opts`], recording every rewrite rule application (lowering's index
+/// arithmetic and the kernel passes, kernel by kernel) in `trace`: what `uopkit diff` shows
+/// for the pass that differs.
+pub fn schedule_traced(
+    g: &Graph,
+    ver: &Verified,
+    roots: &[NodeId],
+    passes: &[RuleSet],
+    opts: &ScheduleOpts,
+    trace: &mut RewriteTrace,
+) -> Result<Schedule, ScheduleError> {
+    let plan = crate::schedule::plan(g, ver, roots, opts)?;
+    lower_plan_traced(plan, g, ver, passes, opts, Some(trace))
+}
+
 /// Lowers, optimizes for each kernel's target (`ScheduleOpts::target_for` its device) and linearizes every kernel of `plan` (step `k` is
 /// named `k<k>`), keeping buffers, order and outputs. A kernel that cannot be lowered is a [`ScheduleError`] naming its node.
 pub fn lower_plan(
@@ -69,6 +85,18 @@ pub fn lower_plan(
     passes: &[RuleSet],
     opts: &ScheduleOpts,
 ) -> Result<Schedule, ScheduleError> {
+    lower_plan_traced(plan, g, ver, passes, opts, None)
+}
+
+/// [`lower_plan`], recording the rule applications in `trace` when given.
+pub fn lower_plan_traced(
+    plan: Plan,
+    g: &Graph,
+    ver: &Verified,
+    passes: &[RuleSet],
+    opts: &ScheduleOpts,
+    mut trace: Option<&mut RewriteTrace>,
+) -> Result<Schedule, ScheduleError> {
     let mut steps = Vec::with_capacity(plan.steps.len());
     for (k, s) in plan.steps.iter().enumerate() {
         steps.push(match s {
@@ -77,21 +105,29 @@ pub fn lower_plan(
                 src: *src,
             },
             PlanStep::Kernel(spec) => {
-                let (mut kg, args) =
-                    crate::lower::lower(&format!("k{k}"), spec, &plan.buffers, g, ver, passes)
-                        .map_err(|e| ScheduleError {
-                            node: e.node,
-                            reason: e.reason,
-                        })?;
+                let (mut kg, args) = crate::lower::lower_traced(
+                    &format!("k{k}"),
+                    spec,
+                    &plan.buffers,
+                    g,
+                    ver,
+                    passes,
+                    trace.as_deref_mut(),
+                )
+                .map_err(|e| ScheduleError {
+                    node: e.node,
+                    reason: e.reason,
+                })?;
                 let fail = |reason: String| ScheduleError {
                     node: spec.value,
                     reason,
                 };
-                crate::optimize::optimize_for(
+                crate::optimize::optimize_for_traced(
                     &mut kg,
                     opts.target_for(spec.device),
                     opts.kernel_passes,
                     &opts.disabled_rules,
+                    trace.as_deref_mut(),
                 )
                 .map_err(|e| fail(e.to_string()))?;
                 let program = crate::linearize::linearize(&kg).map_err(|e| fail(e.to_string()))?;

@@ -15,6 +15,7 @@ pub mod harness;
 pub mod inputs;
 pub mod load;
 pub mod palette;
+pub mod pass_trace;
 pub mod progress;
 pub mod protocol;
 pub mod report;

@@ -8,6 +8,10 @@
 //! 2. `kernels: after <pass>` — the same after each rewrite pass (cumulative);
 //! 3. `rendered: <backend>` — the rendered code compiled and run by the backend, judged like a
 //!    trial (`harness::diff`).
+//!
+//! When the first difference is at a rewrite pass, the case is scheduled once more with a
+//! [`RewriteTrace`] and [`DiffReport::trace`] holds that pass's steps in the pinned kernel
+//! (all kernels for a GPU pass), marked against the diverging node ([`crate::pass_trace`]).
 
 use std::collections::BTreeMap;
 
@@ -27,7 +31,9 @@ pub const GPU_SEEDS: [u64; 3] = [0, 0x9E37_79B9_7F4A_7C15, 0xD1B5_4A32_D192_ED03
 
 use crate::case::Case;
 use crate::compare;
+use crate::pass_trace::{PassTrace, TraceSection};
 use crate::run::{self, OracleRun, RunError};
+use uopkit_compiler::rewrite::{RewriteTrace, TraceGraph};
 
 /// Why `uopkit diff` could not run the stages.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -235,6 +241,9 @@ pub struct DiffReport {
     pub stages: Vec<StageResult>,
     /// The first stage that differs, with the pass, kernel and node it is pinned to.
     pub first: Option<String>,
+    /// For the first difference: the rewrite trace of its pass in its kernel, or why there
+    /// is none (None when every stage agrees).
+    pub trace: Option<TraceSection>,
 }
 
 impl DiffReport {
@@ -255,6 +264,7 @@ pub fn diff(case: &Case) -> Result<DiffReport, DiffError> {
     let opts = RunOpts::default();
     let mut stages = vec![];
     let mut first = None;
+    let mut section = None;
     let mut previous: Option<(String, Schedule, Trace)> = None;
     for k in 0..=passes.len() {
         let stage = if k == 0 {
@@ -273,16 +283,47 @@ pub fn diff(case: &Case) -> Result<DiffReport, DiffError> {
             };
         if let (Some(d), None) = (&difference, &first) {
             let prev = previous.as_ref().map(|(_, s, t)| (s, t));
-            let pinned = match failed_step {
-                Some(k) => describe_kernel(
+            let step = failed_step.or_else(|| differing_step(&sched, trace.as_ref(), prev));
+            let pinned = match (failed_step, step) {
+                (Some(k), _) => describe_kernel(
                     &sched,
                     k,
                     prev.map(|(s, _)| s),
                     &run,
                     "stops in the kernel interpreter",
                 ),
-                None => pin_kernel(&sched, trace.as_ref(), prev, &run),
+                (None, Some(k)) => describe_kernel(
+                    &sched,
+                    k,
+                    prev.map(|(s, _)| s),
+                    &run,
+                    "writes different values than before the pass",
+                ),
+                (None, None) => String::new(),
             };
+            section = Some(if k == 0 {
+                TraceSection::NotARewritePass {
+                    stage: stage.clone(),
+                }
+            } else {
+                let kernels = match step.and_then(|i| sched.steps.get(i)) {
+                    Some(Step::Kernel { program, .. }) => vec![program.name.clone()],
+                    _ => kernel_names(&sched),
+                };
+                let opts = ScheduleOpts::from_env().map_err(|e| ScheduleError {
+                    node: NodeId(0),
+                    reason: e.to_string(),
+                })?;
+                pass_traces(
+                    &run,
+                    case,
+                    &passes[..k],
+                    &opts,
+                    passes[k - 1].name,
+                    &kernels,
+                    TraceGraph::Index,
+                )?
+            });
             let pass = if k == 0 {
                 "before any rewrite pass (scheduling or lowering)".to_string()
             } else {
@@ -359,10 +400,74 @@ pub fn diff(case: &Case) -> Result<DiffReport, DiffError> {
                 "first difference at stage '{stage}', {pass}{rules}\n{d}\nschedule:\n{}",
                 sched.listing(&|n| format!("node {}", file_id(&run, n)))
             ));
+            section = Some(match k.checked_sub(1).and_then(|i| gpu.get(i)) {
+                None => TraceSection::NotARewritePass {
+                    stage: stage.clone(),
+                },
+                Some(p) => pass_traces(
+                    &run,
+                    case,
+                    &passes,
+                    &opts_k,
+                    p.name(),
+                    &kernel_names(&sched),
+                    TraceGraph::Kernel,
+                )?,
+            });
         }
         stages.push(StageResult { stage, difference });
     }
-    Ok(DiffReport { stages, first })
+    Ok(DiffReport {
+        stages,
+        first,
+        trace: section,
+    })
+}
+
+/// The names of the schedule's kernels, in step order.
+fn kernel_names(sched: &Schedule) -> Vec<String> {
+    sched
+        .steps
+        .iter()
+        .filter_map(|s| match s {
+            Step::Kernel { program, .. } => Some(program.name.clone()),
+            Step::Copy { .. } => None,
+        })
+        .collect()
+}
+
+/// Schedules the case again with a [`RewriteTrace`] and picks out `pass`'s steps in each of
+/// `kernels` (in `graph`).
+fn pass_traces(
+    run: &OracleRun,
+    case: &Case,
+    passes: &[RuleSet],
+    opts: &ScheduleOpts,
+    pass: &str,
+    kernels: &[String],
+    graph: TraceGraph,
+) -> Result<TraceSection, DiffError> {
+    let roots: Vec<NodeId> = case
+        .outputs
+        .iter()
+        .map(|o| run.loaded.arena(o.node))
+        .collect::<Result<_, _>>()
+        .map_err(|e| DiffError::Case(e.to_string()))?;
+    let mut trace = RewriteTrace::default();
+    pipeline::schedule_traced(
+        &run.loaded.graph,
+        &run.verified,
+        &roots,
+        passes,
+        opts,
+        &mut trace,
+    )?;
+    Ok(TraceSection::Pass(
+        kernels
+            .iter()
+            .map(|k| PassTrace::from_trace(&trace, pass, k, graph))
+            .collect(),
+    ))
 }
 
 /// How the GPU-style schedule's outputs differ from the oracle's under the first seed of
@@ -452,33 +557,21 @@ fn culprit_rules(
     }
 }
 
-/// The first kernel whose written buffer differs from the previous stage's (same schedule,
-/// other index arithmetic), with its program.
-fn pin_kernel(
+/// The step of the first kernel whose written buffer differs from the previous stage's
+/// (same schedule, other index arithmetic).
+fn differing_step(
     sched: &Schedule,
     trace: Option<&Trace>,
     previous: Option<(&Schedule, &Trace)>,
-    run: &OracleRun,
-) -> String {
-    let (Some(trace), Some((prev_sched, prev))) = (trace, previous) else {
-        return String::new();
-    };
-    let step_of_write = |i: usize| {
-        // The i-th write is made by the i-th step (every step writes exactly one buffer).
-        i.min(sched.steps.len().saturating_sub(1))
-    };
-    for (i, ((b, now), (pb, before))) in trace.written.iter().zip(&prev.written).enumerate() {
-        if b != pb || now != before {
-            return describe_kernel(
-                sched,
-                step_of_write(i),
-                Some(prev_sched),
-                run,
-                "writes different values than before the pass",
-            );
-        }
-    }
-    String::new()
+) -> Option<usize> {
+    let (trace, (_, prev)) = (trace?, previous?);
+    // The i-th write is made by the i-th step (every step writes exactly one buffer).
+    trace
+        .written
+        .iter()
+        .zip(&prev.written)
+        .position(|((b, now), (pb, before))| b != pb || now != before)
+        .map(|i| i.min(sched.steps.len().saturating_sub(1)))
 }
 
 /// Names step `k` (its kernel, the graph node it computes) and shows its program before and

@@ -5,7 +5,8 @@
 
 use uopkit_interp::ir::{Arg, DType, Graph, Node, NodeId, Op};
 
-use crate::rewrite::engine::{rewrite, RewriteOpts, RuleSet};
+use crate::rewrite::engine::{rewrite_traced, RewriteOpts, RuleSet};
+use crate::rewrite::trace::RewriteTrace;
 
 #[derive(Default)]
 pub struct IndexGraph {
@@ -242,8 +243,19 @@ impl IndexGraph {
 
     /// Simplifies an expression with the given rewrite passes, in order.
     pub fn simplify(&mut self, n: NodeId, passes: &[RuleSet]) -> NodeId {
+        self.simplify_traced(n, passes, None)
+    }
+
+    /// [`simplify`](Self::simplify), recording the rule applications in `trace` when given.
+    pub fn simplify_traced(
+        &mut self,
+        n: NodeId,
+        passes: &[RuleSet],
+        mut trace: Option<&mut RewriteTrace>,
+    ) -> NodeId {
         passes.iter().fold(n, |n, rules| {
-            rewrite(&mut self.graph, &[n], rules, RewriteOpts::bottom_up()).roots[0]
+            let opts = RewriteOpts::bottom_up();
+            rewrite_traced(&mut self.graph, &[n], rules, opts, trace.as_deref_mut()).roots[0]
         })
     }
 }

@@ -16,6 +16,7 @@ use uopkit_interp::kernel::{KArg, ParamDecl};
 use crate::kgraph::{tree_leaves, Builder, KernelGraph, MAX_TREE_LEAVES};
 use uopkit_interp::verify::Verified;
 
+use crate::rewrite::trace::{RewriteTrace, TraceGraph};
 use crate::rewrite::RuleSet;
 use crate::spec::{chain_shape, BufId, BufferDecl, Expr, KernelSpec, Move, Src};
 use index::IndexGraph;
@@ -38,6 +39,23 @@ pub fn lower(
     ver: &Verified,
     passes: &[RuleSet],
 ) -> Result<(KernelGraph, Vec<BufId>), LowerError> {
+    lower_traced(name, spec, buffers, g, ver, passes, None)
+}
+
+/// [`lower`], recording the rewrite passes' rule applications on the index arithmetic in
+/// `trace` (as kernel `name`, [`TraceGraph::Index`]) when given.
+pub fn lower_traced(
+    name: &str,
+    spec: &KernelSpec,
+    buffers: &[BufferDecl],
+    g: &Graph,
+    ver: &Verified,
+    passes: &[RuleSet],
+    mut trace: Option<&mut RewriteTrace>,
+) -> Result<(KernelGraph, Vec<BufId>), LowerError> {
+    if let Some(t) = trace.as_deref_mut() {
+        t.enter(name, TraceGraph::Index);
+    }
     let mut args = vec![spec.target];
     let expr_loads = spec.expr.iter().flat_map(|e| e.loads());
     for src in spec.leaves.values().chain(expr_loads) {
@@ -74,8 +92,13 @@ pub fn lower(
             .collect(),
         params: BTreeMap::new(),
         passes,
+        trace,
     };
-    l.lower_kernel()?;
+    let lowered = l.lower_kernel();
+    if let Some(t) = l.trace.as_deref_mut() {
+        t.snapshot(&l.ix.graph);
+    }
+    lowered?;
     let kg = l.kb.finish().map_err(|e| LowerError {
         node: spec.value,
         reason: e.to_string(),
@@ -109,6 +132,7 @@ struct Lowerer<'a> {
     slot: BTreeMap<BufId, u32>,
     params: BTreeMap<u32, KNode>,
     passes: &'a [RuleSet],
+    trace: Option<&'a mut RewriteTrace>,
 }
 
 impl Lowerer<'_> {
@@ -237,7 +261,9 @@ impl Lowerer<'_> {
 
     /// Emits an index-graph expression (after simplification) as instructions.
     fn emit_index(&mut self, n: NodeId) -> KNode {
-        let n = self.ix.simplify(n, self.passes);
+        let n = self
+            .ix
+            .simplify_traced(n, self.passes, self.trace.as_deref_mut());
         self.emit_ix(n)
     }
 

@@ -22,7 +22,8 @@ use std::collections::BTreeMap;
 use uopkit_interp::ir::NodeId;
 
 use crate::kgraph::KernelGraph;
-use crate::rewrite::engine::{rewrite, Order, RewriteOpts, RuleSet, StopReason};
+use crate::rewrite::engine::{rewrite_traced, Order, RewriteOpts, RuleSet, StopReason};
+use crate::rewrite::trace::{RewriteTrace, TraceGraph};
 pub use crate::schedule::Target;
 
 /// One named pass: a rule set and the order the engine visits nodes in.
@@ -90,11 +91,21 @@ pub struct Applied {
 
 /// Runs one pass on `k` to a fixed point.
 pub fn apply(k: &mut KernelGraph, pass: &Pass) -> Result<Applied, OptimizeError> {
+    apply_traced(k, pass, None)
+}
+
+/// [`apply`], recording the rule applications in `trace` when given (the caller names the
+/// kernel with [`RewriteTrace::enter`]).
+pub fn apply_traced(
+    k: &mut KernelGraph,
+    pass: &Pass,
+    trace: Option<&mut RewriteTrace>,
+) -> Result<Applied, OptimizeError> {
     let opts = match pass.order {
         Order::BottomUp => RewriteOpts::bottom_up(),
         Order::TopDown => RewriteOpts::top_down(),
     };
-    let res = rewrite(&mut k.graph, &[k.sink], &pass.rules, opts);
+    let res = rewrite_traced(&mut k.graph, &[k.sink], &pass.rules, opts, trace);
     if res.stop != StopReason::FixedPoint {
         return Err(OptimizeError {
             kernel: k.name.clone(),
@@ -122,6 +133,18 @@ pub fn optimize_for(
     limit: Option<usize>,
     disabled: &[String],
 ) -> Result<Vec<Applied>, OptimizeError> {
+    optimize_for_traced(k, target, limit, disabled, None)
+}
+
+/// [`optimize_for`], recording every pass's rule applications in `trace` (as kernel
+/// `k.name`, [`TraceGraph::Kernel`]) when given.
+pub fn optimize_for_traced(
+    k: &mut KernelGraph,
+    target: Target,
+    limit: Option<usize>,
+    disabled: &[String],
+    trace: Option<&mut RewriteTrace>,
+) -> Result<Vec<Applied>, OptimizeError> {
     let mut list = passes(target);
     if let Some(n) = limit {
         list.truncate(n);
@@ -139,5 +162,12 @@ pub fn optimize_for(
         }
     }
     list.extend(finishing());
-    optimize(k, &list)
+    let Some(t) = trace else {
+        return optimize(k, &list);
+    };
+    t.enter(&k.name, TraceGraph::Kernel);
+    let applied: Result<Vec<Applied>, OptimizeError> =
+        list.iter().map(|p| apply_traced(k, p, Some(t))).collect();
+    t.snapshot(&k.graph);
+    applied
 }

@@ -12,6 +12,9 @@
 //! * [`Order::BottomUp`]: sources first (their rewritten versions), then the node.
 //! * [`Order::TopDown`]: the node first (as it was), then the sources of whatever it became.
 //!
+//! [`rewrite_traced`] also records each rule application in a caller's
+//! [`RewriteTrace`](super::trace::RewriteTrace) (none is kept by [`rewrite`]).
+//!
 //! Everything is deterministic: ids are visited in a fixed order, rules in priority order,
 //! matches in the pattern's fixed order, and hit counts live in a `BTreeMap`.
 //!
@@ -25,6 +28,7 @@ use std::sync::OnceLock;
 use uopkit_interp::ir::{Graph, Node, NodeId, Op};
 
 use super::pattern::{Captures, Pat};
+use super::trace::RewriteTrace;
 
 /// A rule's right-hand side: given the captures and the matched node, build the replacement
 /// (which must have the matched node's dtype), or decline with `None`.
@@ -254,6 +258,19 @@ pub fn rewrite(
     rules: &RuleSet,
     opts: RewriteOpts,
 ) -> RewriteResult {
+    rewrite_traced(graph, roots, rules, opts, None)
+}
+
+/// [`rewrite`], recording every rule application (and the call's roots) in `trace` when it
+/// is `Some`. The steps are recorded in the order the rules fire; with `None` nothing is
+/// recorded and nothing is rendered.
+pub fn rewrite_traced(
+    graph: &mut Graph,
+    roots: &[NodeId],
+    rules: &RuleSet,
+    opts: RewriteOpts,
+    mut trace: Option<&mut RewriteTrace>,
+) -> RewriteResult {
     let start_len = graph.len();
     let mut cur = roots.to_vec();
     let mut hits = BTreeMap::new();
@@ -264,8 +281,8 @@ pub fn rewrite(
         }
         iterations += 1;
         let (next, fired) = match opts.order {
-            Order::BottomUp => pass_bottom_up(graph, &cur, rules, &mut hits),
-            Order::TopDown => pass_top_down(graph, &cur, rules, &mut hits),
+            Order::BottomUp => pass_bottom_up(graph, &cur, rules, &mut hits, &mut trace),
+            Order::TopDown => pass_top_down(graph, &cur, rules, &mut hits, &mut trace),
         };
         cur = next;
         if fired == 0 {
@@ -275,6 +292,9 @@ pub fn rewrite(
             break StopReason::NodeLimit;
         }
     };
+    if let Some(t) = trace {
+        t.record_call(rules.name, roots, &cur);
+    }
     RewriteResult {
         roots: cur,
         stop,
@@ -309,6 +329,7 @@ fn pass_bottom_up(
     roots: &[NodeId],
     rules: &RuleSet,
     hits: &mut BTreeMap<&'static str, usize>,
+    trace: &mut Option<&mut RewriteTrace>,
 ) -> (Vec<NodeId>, usize) {
     let mut memo: HashMap<NodeId, NodeId> = HashMap::new();
     let mut fired = 0;
@@ -319,6 +340,9 @@ fn pass_bottom_up(
             Some((name, new)) => {
                 *hits.entry(name).or_insert(0) += 1;
                 fired += 1;
+                if let Some(t) = trace {
+                    t.record(g, rules.name, name, cur, new);
+                }
                 new
             }
             None => cur,
@@ -341,6 +365,7 @@ fn pass_top_down(
     roots: &[NodeId],
     rules: &RuleSet,
     hits: &mut BTreeMap<&'static str, usize>,
+    trace: &mut Option<&mut RewriteTrace>,
 ) -> (Vec<NodeId>, usize) {
     enum Task {
         Enter(NodeId),
@@ -367,6 +392,9 @@ fn pass_top_down(
                     Some((name, new)) => {
                         *hits.entry(name).or_insert(0) += 1;
                         fired += 1;
+                        if let Some(t) = trace {
+                            t.record(g, rules.name, name, id, new);
+                        }
                         new
                     }
                     None => id,

@@ -6,6 +6,8 @@
 //!   order) and [`rewrite`], a bounded fixpoint with an explicit [`StopReason`].
 //! * [`range`]: value ranges (`vmin`/`vmax`) of integer expressions and a UB-freedom check.
 //! * [`symbolic`]: constant folding and exact integer/index simplification.
+//! * [`trace`]: an optional record of every rule application ([`rewrite_traced`]), for
+//!   `uopkit diff`'s rewrite trace.
 //!
 //! [`all_rules`] lists every rule of every rule set, for fuzzing and coverage.
 
@@ -14,13 +16,16 @@ pub mod faults;
 pub mod pattern;
 pub mod range;
 pub mod symbolic;
+pub mod trace;
 
 pub use engine::{
-    rewrite, Order, RewriteFn, RewriteOpts, RewriteResult, Rule, RuleSet, StopReason,
+    rewrite, rewrite_traced, Order, RewriteFn, RewriteOpts, RewriteResult, Rule, RuleSet,
+    StopReason,
 };
 pub use pattern::{Captures, Pat};
 pub use range::{ub_free, vmax, vmin, vrange, Ranges, VRange};
 pub use symbolic::{simplify, symbolic};
+pub use trace::{RewriteTrace, TraceGraph};
 
 /// Every rule set this module defines.
 pub fn rule_sets() -> Vec<RuleSet> {

@@ -24,6 +24,9 @@ pub fn diff(
             report.first = Some(format!(
                 "first difference at stage '{stage}': the interpreted kernels agree with the oracle, so the rendered code or the runtime differs\n{d}"
             ));
+            report.trace = Some(crate::pass_trace::TraceSection::NotARewritePass {
+                stage: stage.clone(),
+            });
         }
         report
             .stages

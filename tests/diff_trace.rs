@@ -1,0 +1,204 @@
+//! `uopkit diff`'s rewrite trace: with the deliberately wrong rule `fault_mod_drop` on (this
+//! thread only: the library `harness::diff`), the first difference is the `symbolic` pass and
+//! its trace holds the step by `fault_mod_drop`, marked as touching the diverging node. With
+//! no fault, the CLI prints no trace; `--trace` takes touching, all or none.
+
+use std::process::Command;
+
+use uopkit_compiler::rewrite::faults;
+use uopkit_conformance::pass_trace::{TraceMode, TraceSection};
+use uopkit_conformance::stages::DiffReport;
+use uopkit_conformance::{harness, load};
+
+/// x = arange(6) as [3,2], permuted to [2,3], flattened, doubled: the flat index k reads
+/// x at (k % 3) * 2 + k / 3, a modulo the faulty rule drops (hand-derived [0,4,8,2,6,10]).
+const PERMUTED_RESHAPE: &str = r#"{
+  "format": "uopkit-case/1",
+  "description": "permute then reshape: index arithmetic with a modulo; hand-derived [0,4,8,2,6,10]",
+  "graph": [
+    {"id": 0, "op": "BUFFER", "dtype": "int32", "arg": {"device": "CPU:0", "size": 6, "slot": 0}},
+    {"id": 1, "op": "RESHAPE", "dtype": "int32", "src": [0], "arg": [3, 2]},
+    {"id": 2, "op": "PERMUTE", "dtype": "int32", "src": [1], "arg": [1, 0]},
+    {"id": 3, "op": "RESHAPE", "dtype": "int32", "src": [2], "arg": [6]},
+    {"id": 4, "op": "ADD", "dtype": "int32", "src": [3, 3]}
+  ],
+  "inputs": {"0": {"arange": {"start": 0, "step": 1}}},
+  "outputs": [{"name": "y", "node": 4, "shape": [6], "expect": [0, 4, 8, 2, 6, 10]}]
+}"#;
+
+fn diff_with_fault() -> DiffReport {
+    let case = load::parse_case(PERMUTED_RESHAPE).expect("the case parses");
+    faults::set_active(&["fault_mod_drop"]);
+    let report = harness::diff(&case, "", None);
+    faults::set_active(&[]);
+    report.expect("diff runs")
+}
+
+#[test]
+fn the_trace_of_the_wrong_pass_marks_the_wrong_rule() {
+    let report = diff_with_fault();
+    let first = report.first.as_deref().expect("a difference is reported");
+    assert!(first.contains("after pass 'symbolic'"), "{first}");
+    let Some(TraceSection::Pass(traces)) = &report.trace else {
+        panic!("a pass trace is reported: {:?}", report.trace)
+    };
+    assert_eq!(traces.len(), 1, "one kernel: the pinned one");
+    let t = &traces[0];
+    assert_eq!((t.pass.as_str(), t.kernel.as_str()), ("symbolic", "k0"));
+    let d = t.diverging.as_ref().expect("the diverging node is pinned");
+    let wrong: Vec<_> = t
+        .steps
+        .iter()
+        .filter(|s| s.step.rule == "fault_mod_drop")
+        .collect();
+    assert!(!wrong.is_empty(), "the wrong rule fired: {t:#?}");
+    assert!(
+        wrong.iter().any(|s| s.touches),
+        "a fault_mod_drop step touches the diverging node {d}: {t:#?}"
+    );
+    // Every step is of the pass and the kernel, numbered in firing order.
+    assert!(t
+        .steps
+        .iter()
+        .enumerate()
+        .all(|(i, s)| s.number == i + 1 && s.step.pass == "symbolic" && s.step.kernel == "k0"));
+
+    let shown = report
+        .trace
+        .as_ref()
+        .expect("a trace")
+        .render(TraceMode::Touching);
+    println!("{first}\n\n{shown}");
+    assert!(
+        shown.starts_with("rewrite trace of pass 'symbolic' in kernel k0"),
+        "{shown}"
+    );
+    assert!(shown.contains(&format!("diverging node: {d}")), "{shown}");
+    let marked: Vec<&str> = shown.lines().filter(|l| l.starts_with(">> #")).collect();
+    assert!(
+        marked.iter().any(|l| l.contains(" fault_mod_drop: ")),
+        "the wrong rule's step is marked >>:\n{shown}"
+    );
+    assert_eq!(marked.len(), t.touching().count(), "{shown}");
+    // By default only the touching steps are listed; `all` lists every one.
+    let all = report
+        .trace
+        .as_ref()
+        .expect("a trace")
+        .render(TraceMode::All);
+    let listed = all.lines().filter(|l| l.contains(" #")).count();
+    assert_eq!(listed, t.steps.len(), "{all}");
+    let hidden = t.steps.len() - t.touching().count();
+    if hidden > 0 {
+        assert!(
+            shown.contains(&format!("({hidden} other step(s)")),
+            "{shown}"
+        );
+    }
+    assert_eq!(
+        report
+            .trace
+            .as_ref()
+            .expect("a trace")
+            .render(TraceMode::None),
+        ""
+    );
+}
+
+#[test]
+fn the_trace_is_the_same_every_time() {
+    let a = diff_with_fault()
+        .trace
+        .expect("a trace")
+        .render(TraceMode::All);
+    let b = diff_with_fault()
+        .trace
+        .expect("a trace")
+        .render(TraceMode::All);
+    assert_eq!(a, b);
+}
+
+/// Σ arange(16) as int32 = 120 (hand-derived): the GPU target reduces it in local memory.
+const INT_SUM: &str = r#"{
+  "format": "uopkit-case/1",
+  "description": "sum of arange(16) int32; hand-derived 120",
+  "graph": [
+    {"id": 0, "op": "BUFFER", "dtype": "int32", "arg": {"device": "CPU:0", "size": 16, "slot": 0}},
+    {"id": 1, "op": "REDUCE", "dtype": "int32", "src": [0], "arg": ["ADD", 1]}
+  ],
+  "inputs": {"0": {"arange": {"start": 0, "step": 1}}},
+  "outputs": [{"name": "s", "node": 1, "shape": [], "expect": [120]}]
+}"#;
+
+/// A kernel pass (on the kernel graph, not the index arithmetic): the missing barrier is
+/// `gpu_local_reduce`'s, and its trace shows the rule that built the local reduction.
+#[test]
+fn a_gpu_pass_difference_shows_that_passs_trace() {
+    let case = load::parse_case(INT_SUM).expect("the case parses");
+    faults::set_active(&["fault_gpu_barrier_drop"]);
+    let report = harness::diff(&case, "", None);
+    faults::set_active(&[]);
+    let report = report.expect("diff runs");
+    let Some(section) = &report.trace else {
+        panic!("a trace section: {:?}", report.first)
+    };
+    let TraceSection::Pass(traces) = section else {
+        panic!("a pass trace: {section:?}")
+    };
+    assert!(!traces.is_empty());
+    let shown = section.render(TraceMode::Touching);
+    println!("{shown}");
+    assert!(
+        shown.starts_with("rewrite trace of pass 'gpu_local_reduce' in kernel k0 (kernel graph)"),
+        "{shown}"
+    );
+    assert!(
+        traces
+            .iter()
+            .flat_map(|t| t.touching())
+            .any(|s| s.step.rule == "reduce_to_local_tree"),
+        "{shown}"
+    );
+    assert!(shown.contains(">> #"), "{shown}");
+}
+
+#[test]
+fn no_trace_without_a_difference() {
+    let case = load::parse_case(PERMUTED_RESHAPE).expect("the case parses");
+    let report = harness::diff(&case, "", None).expect("diff runs");
+    assert!(report.agrees(), "{:?}", report.first);
+    assert!(report.trace.is_none(), "{:?}", report.trace);
+}
+
+fn uopkit(args: &[&str]) -> (i32, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_uopkit"))
+        .args(args)
+        .output()
+        .expect("the uopkit binary runs");
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    (out.status.code().unwrap_or(-1), text)
+}
+
+#[test]
+fn the_cli_prints_no_trace_for_a_passing_case() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("permuted_reshape.json");
+    std::fs::write(&file, PERMUTED_RESHAPE).expect("write the case");
+    let file = file.to_str().expect("utf-8 path");
+    for mode in ["touching", "all", "none"] {
+        let (code, text) = uopkit(&["diff", file, "--backend", "none", "--trace", mode]);
+        assert_eq!(code, 0, "{text}");
+        assert!(
+            text.contains("every stage agrees with the oracle"),
+            "{text}"
+        );
+        assert!(!text.contains("rewrite trace"), "{text}");
+    }
+    let (code, text) = uopkit(&["diff", file, "--trace", "some"]);
+    assert_eq!(code, 2, "{text}");
+    assert!(
+        text.contains("expected touching (the default), all or none"),
+        "{text}"
+    );
+}
