@@ -44,16 +44,12 @@ fn settings(corpus: &Path, backends: &[&str]) -> Settings {
     }
 }
 
+/// libtest's conclusion and the trials' labels, or the set-up error.
+type Outcome = Result<(libtest_mimic::Conclusion, Vec<(String, &'static str)>), String>;
+
 /// Runs the harness with libtest arguments `extra`; its report goes to a log file. Returns
 /// the result (conclusion and labels) or the set-up error, and the log.
-fn run(
-    corpus: &Path,
-    backends: &[&str],
-    extra: &[&str],
-) -> (
-    Result<(libtest_mimic::Conclusion, Vec<(String, &'static str)>), String>,
-    String,
-) {
+fn run(corpus: &Path, backends: &[&str], extra: &[&str]) -> (Outcome, String) {
     let log = corpus.parent().expect("temp dir").join("libtest.log");
     let _ = std::fs::remove_file(&log);
     let mut argv = vec![
@@ -149,7 +145,7 @@ fn a_full_run_reports_the_broken_case_and_the_unopenable_backend() {
     );
     // A run that needs the unopenable backend stops before any trial, naming it.
     let (got, _) = run(&corpus, &["oracle", "unopenable"], &[]);
-    let err = got.err().expect("a set-up error");
+    let err = got.expect_err("a set-up error");
     assert!(
         err.contains("backend unopenable: the unopenable backend was opened"),
         "{err}"
