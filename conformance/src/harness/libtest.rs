@@ -5,7 +5,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use super::{
-    load_suite, on_big_stack, settings_from_env, FailKind, Settings, SetupError, Tally, Verdict,
+    on_big_stack, plan_suite, settings_from_env, FailKind, Settings, SetupError, Tally, Verdict,
 };
 use crate::backends::registry::Registry;
 
@@ -43,26 +43,58 @@ pub fn libtest_main(
 /// Runs the suite `settings` describes as libtest-mimic trials under `args`; returns
 /// libtest's conclusion and each trial's verdict label (`ok`, `FAIL`, `skip`, `xfail`,
 /// `XPASS`, `BAD`) by trial name, in name order.
+///
+/// Every trial of the selection is named (the same names whatever `args` select), but only
+/// the cases and backends of the trials `args` will run are read and opened: `--exact NAME`
+/// (how cargo-nextest runs each trial in its own process) reads one case and opens one
+/// backend, `--list` reads and opens nothing, so a case that cannot be read is still listed
+/// and fails as its own trials, and only when they run.
 pub fn libtest_run(
     reg: &Registry,
     settings: &Settings,
     args: &libtest_mimic::Arguments,
 ) -> Result<(libtest_mimic::Conclusion, Vec<(String, &'static str)>), SetupError> {
     use libtest_mimic::{Completion, Failed, Trial};
-    let suite = Arc::new(load_suite(settings, reg)?);
+    // Name every trial first; read and open only what the arguments will run (under
+    // cargo-nextest, one trial per process; under `--list`, nothing).
+    let plan = plan_suite(settings, reg)?;
+    let (nc, nb) = (plan.cases.len(), plan.backends.len());
+    let (mut want_case, mut want_backend) = (vec![false; nc], vec![false; nb]);
+    if !args.list {
+        for c in 0..nc {
+            for b in 0..nb {
+                let probe = Trial::test(plan.trial_name(c, b), || Ok(()))
+                    .with_kind(plan.backends[b].clone());
+                if !args.is_filtered_out(&probe) && !args.is_ignored(&probe) {
+                    want_case[c] = true;
+                    want_backend[b] = true;
+                }
+            }
+        }
+    }
+    let names: Vec<Vec<String>> = (0..nc)
+        .map(|c| (0..nb).map(|b| plan.trial_name(c, b)).collect())
+        .collect();
+    let kinds = plan.backends.clone();
+    let suite = Arc::new(plan.open(reg, |c| want_case[c], |b| want_backend[b])?);
+    let (case_at, backend_at) = (positions(&want_case), positions(&want_backend));
     type Sink = Arc<Mutex<(Vec<Tally>, BTreeMap<String, &'static str>)>>;
     let sink: Sink = Arc::new(Mutex::new((
         vec![Tally::default(); suite.backends.len()],
         BTreeMap::new(),
     )));
     let mut trials = vec![];
-    for c in 0..suite.cases.len() {
-        for b in 0..suite.backends.len() {
+    for (c, row) in names.into_iter().enumerate() {
+        for (b, name) in row.into_iter().enumerate() {
             let (suite2, sink2) = (suite.clone(), sink.clone());
-            let name = suite.trial_name(c, b);
-            let kind = suite.backends[b].backend.name().to_string();
+            let at = case_at[c].zip(backend_at[b]);
             trials.push(
                 Trial::ignorable_test(name.clone(), move || {
+                    let Some((c, b)) = at else {
+                        return Err(Failed::from(format!(
+                            "{name}: not prepared (the harness did not expect to run it)"
+                        )));
+                    };
                     let s = suite2.clone();
                     let v = on_big_stack(move || s.run_trial(c, b))
                         .unwrap_or_else(|e| Verdict::fail(FailKind::Crash, e));
@@ -82,7 +114,7 @@ pub fn libtest_run(
                         Verdict::Fail { message, .. } => Err(Failed::from(message)),
                     }
                 })
-                .with_kind(kind),
+                .with_kind(kinds[b].clone()),
             );
         }
     }
@@ -97,4 +129,17 @@ pub fn libtest_run(
     }
     let labels = g.1.iter().map(|(k, v)| (k.clone(), *v)).collect();
     Ok((conclusion, labels))
+}
+
+/// For each kept index, its position among the kept ones.
+fn positions(keep: &[bool]) -> Vec<Option<usize>> {
+    let mut next = 0;
+    keep.iter()
+        .map(|&k| {
+            k.then(|| {
+                next += 1;
+                next - 1
+            })
+        })
+        .collect()
 }

@@ -20,6 +20,7 @@ mod diff;
 mod env;
 mod judge;
 mod libtest;
+mod plan;
 mod scoreboard;
 mod suite;
 
@@ -27,6 +28,7 @@ pub use diff::diff;
 pub use env::{apply_limits_env, parse_bytes, settings_from_env, split_backends};
 pub use judge::{apply_xfail, judge, judge_each, judge_full, FailKind, Verdict};
 pub use libtest::{libtest_main, libtest_run};
+pub use plan::{plan_suite, trial_name, Plan};
 pub use scoreboard::{scoreboard, Cell, CellState, Row, Scoreboard};
 pub use suite::{
     allowances_for, default_jobs, load_suite, load_suite_with, manifests_dir, on_big_stack,

@@ -12,9 +12,8 @@ use crate::backends::registry::{OpenOpts, Registry};
 use crate::backends::Backend;
 use crate::case::Case;
 use crate::corpus;
-use crate::load;
 use crate::progress::{Progress, Quiet};
-use crate::xfail::{self, Xfail};
+use crate::xfail::Xfail;
 
 /// Where the manifests are: `--manifests`, else `manifests/` beside the corpus directory,
 /// else the repository's own.
@@ -75,7 +74,7 @@ pub struct Suite {
 #[error("{0}")]
 pub struct SetupError(pub String);
 
-fn select(
+pub(super) fn select(
     corpus: &Path,
     files: Vec<PathBuf>,
     filters: &[String],
@@ -147,7 +146,8 @@ pub fn allowances_for(b: &dyn Backend, manifests: &Path) -> Result<Allowances, S
     Ok(a)
 }
 
-/// Reads the corpus, the manifests and opens the backends.
+/// Reads the corpus, the manifests and opens the backends (every trial of the selection;
+/// [`super::plan_suite`] then [`super::Plan::open`] for fewer).
 pub fn load_suite(s: &Settings, reg: &Registry) -> Result<Suite, SetupError> {
     load_suite_with(s, reg, &Quiet)
 }
@@ -160,81 +160,7 @@ pub fn load_suite_with(
     progress: &dyn Progress,
 ) -> Result<Suite, SetupError> {
     progress.phase(&format!("listing {}", s.corpus.display()));
-    if !s.corpus.is_dir() {
-        return Err(SetupError(format!(
-            "{}: not a corpus directory (use --corpus DIR)",
-            s.corpus.display()
-        )));
-    }
-    let listing = corpus::list(&s.corpus).map_err(|e| {
-        SetupError(format!(
-            "{}: cannot list the corpus: {e}",
-            s.corpus.display()
-        ))
-    })?;
-    let files = listing.files;
-    let all_names: Vec<String> = files
-        .iter()
-        .map(|f| corpus::case_name(&s.corpus, f))
-        .collect();
-    let files = select(&s.corpus, files, &s.filters)?;
-    let mdir = manifests_dir(&s.corpus, s.manifests.as_deref());
-    let xf_path = mdir.join("xfail.json");
-    let xfail = if xf_path.exists() {
-        xfail::load(&xf_path).map_err(|e| SetupError(e.to_string()))?
-    } else if s.manifests.is_some() {
-        return Err(SetupError(format!("{}: no such file", xf_path.display())));
-    } else {
-        Xfail::empty()
-    };
-    if s.backends.is_empty() {
-        return Err(SetupError("no backend selected".into()));
-    }
-    let mut backends = vec![];
-    let mut seen = std::collections::BTreeSet::new();
-    for spec in &s.backends {
-        progress.phase(&format!("starting backend {spec}"));
-        let b = reg.open(spec, &s.open).map_err(|e| {
-            SetupError(format!(
-                "backend {spec}: {e}\nhint: `--backend oracle` runs the oracle alone"
-            ))
-        })?;
-        if !seen.insert(b.name().to_string()) {
-            return Err(SetupError(format!(
-                "backend {} is selected twice",
-                b.name()
-            )));
-        }
-        let allow = allowances_for(b.as_ref(), &mdir)?;
-        backends.push(Slot {
-            backend: b,
-            allow: Arc::new(allow),
-        });
-    }
-    let mut known: Vec<String> = reg.names();
-    known.extend(backends.iter().map(|b| b.backend.name().to_string()));
-    let known: Vec<&str> = known.iter().map(|s| s.as_str()).collect();
-    xfail
-        .check_names(|c| all_names.iter().any(|n| n == c), &known)
-        .map_err(|e| SetupError(format!("{}: {e}", xf_path.display())))?;
-    progress.phase(&format!("loading {} cases", files.len()));
-    let cases = files
-        .into_iter()
-        .map(|file| CaseEntry {
-            name: corpus::case_name(&s.corpus, &file),
-            case: load::read_case(&file)
-                .map(Arc::new)
-                .map_err(|e| e.in_file(&file).to_string()),
-            file,
-        })
-        .collect();
-    Ok(Suite {
-        corpus: s.corpus.clone(),
-        cases,
-        backends,
-        xfail: Arc::new(xfail),
-        warnings: listing.warnings,
-    })
+    super::plan_suite(s, reg)?.open_with(reg, |_| true, |_| true, progress)
 }
 
 /// One judged trial.
@@ -248,10 +174,9 @@ pub struct TrialResult {
 impl Suite {
     /// The trial name `backend::case`.
     pub fn trial_name(&self, case: usize, backend: usize) -> String {
-        format!(
-            "{}::{}",
+        super::plan::trial_name(
             self.backends[backend].backend.name(),
-            self.cases[case].name
+            &self.cases[case].name,
         )
     }
 
