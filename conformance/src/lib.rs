@@ -16,6 +16,7 @@ pub mod inputs;
 pub mod load;
 pub mod protocol;
 pub mod report;
+pub mod report_html;
 pub mod run;
 pub mod shrink;
 pub mod stages;

@@ -235,6 +235,9 @@ pub struct DiffReport {
     pub stages: Vec<StageResult>,
     /// The first stage that differs, with the pass, kernel and node it is pinned to.
     pub first: Option<String>,
+    /// The case-file id of the graph node whose kernel the first difference is pinned to
+    /// (None: not pinned to a kernel, e.g. only the GPU-style or rendered stage differs).
+    pub node: Option<u64>,
 }
 
 impl DiffReport {
@@ -255,6 +258,7 @@ pub fn diff(case: &Case) -> Result<DiffReport, DiffError> {
     let opts = RunOpts::default();
     let mut stages = vec![];
     let mut first = None;
+    let mut node = None;
     let mut previous: Option<(String, Schedule, Trace)> = None;
     for k in 0..=passes.len() {
         let stage = if k == 0 {
@@ -273,6 +277,9 @@ pub fn diff(case: &Case) -> Result<DiffReport, DiffError> {
             };
         if let (Some(d), None) = (&difference, &first) {
             let prev = previous.as_ref().map(|(_, s, t)| (s, t));
+            node = failed_step
+                .or_else(|| pinned_step(&sched, trace.as_ref(), prev))
+                .and_then(|k| computed_node(&sched, k, &run));
             let pinned = match failed_step {
                 Some(k) => describe_kernel(
                     &sched,
@@ -361,7 +368,11 @@ pub fn diff(case: &Case) -> Result<DiffReport, DiffError> {
         }
         stages.push(StageResult { stage, difference });
     }
-    Ok(DiffReport { stages, first })
+    Ok(DiffReport {
+        stages,
+        first,
+        node,
+    })
 }
 
 /// How the GPU-style schedule's outputs differ from the oracle's under the first seed of
@@ -457,25 +468,40 @@ fn pin_kernel(
     previous: Option<(&Schedule, &Trace)>,
     run: &OracleRun,
 ) -> String {
-    let (Some(trace), Some((prev_sched, prev))) = (trace, previous) else {
-        return String::new();
-    };
-    let step_of_write = |i: usize| {
-        // The i-th write is made by the i-th step (every step writes exactly one buffer).
-        i.min(sched.steps.len().saturating_sub(1))
-    };
-    for (i, ((b, now), (pb, before))) in trace.written.iter().zip(&prev.written).enumerate() {
-        if b != pb || now != before {
-            return describe_kernel(
-                sched,
-                step_of_write(i),
-                Some(prev_sched),
-                run,
-                "writes different values than before the pass",
-            );
-        }
+    match (pinned_step(sched, trace, previous), previous) {
+        (Some(k), Some((prev_sched, _))) => describe_kernel(
+            sched,
+            k,
+            Some(prev_sched),
+            run,
+            "writes different values than before the pass",
+        ),
+        _ => String::new(),
     }
-    String::new()
+}
+
+/// The first step whose written buffer differs from the previous stage's.
+fn pinned_step(
+    sched: &Schedule,
+    trace: Option<&Trace>,
+    previous: Option<(&Schedule, &Trace)>,
+) -> Option<usize> {
+    let (trace, (_, prev)) = (trace?, previous?);
+    trace
+        .written
+        .iter()
+        .zip(&prev.written)
+        .position(|((b, now), (pb, before))| b != pb || now != before)
+        // The i-th write is made by the i-th step (every step writes exactly one buffer).
+        .map(|i| i.min(sched.steps.len().saturating_sub(1)))
+}
+
+/// The case-file id of the graph node step `k` computes, when it is a kernel that computes one.
+fn computed_node(sched: &Schedule, k: usize, run: &OracleRun) -> Option<u64> {
+    match sched.steps.get(k) {
+        Some(Step::Kernel { value: Some(v), .. }) => Some(file_id(run, *v)),
+        _ => None,
+    }
 }
 
 /// Names step `k` (its kernel, the graph node it computes) and shows its program before and
