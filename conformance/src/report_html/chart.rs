@@ -59,9 +59,9 @@ pub fn histogram_svg(h: &Histogram, title: &str) -> String {
     let height = TOP + PLOT_H + 20.0 + 6.5 * longest as f64 * 0.71 + 24.0;
     let base = TOP + PLOT_H;
     let mut s = String::new();
-    let _ = write!(
+    let _ = writeln!(
         s,
-        "<svg class=\"histogram\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{width:.0}\" height=\"{height:.0}\" viewBox=\"0 0 {width:.0} {height:.0}\" role=\"img\" aria-label=\"{}\">\n",
+        "<svg class=\"histogram\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{width:.0}\" height=\"{height:.0}\" viewBox=\"0 0 {width:.0} {height:.0}\" role=\"img\" aria-label=\"{}\">",
         esc(title)
     );
     let _ = writeln!(s, "<title>{}</title>", esc(title));
