@@ -103,7 +103,9 @@ enum Command {
         /// Also list every skipped and expected-failure trial with its reason.
         #[arg(long, short)]
         verbose: bool,
-        /// Report format: text (the human summary), json (`uopkit schema --report`) or junit.
+        /// Report format: text (the human summary), json (`uopkit schema --report`), junit,
+        /// or html (one self-contained page: the failing trials with their graph and
+        /// schedule drawn, the first diverging node in red, ULP histograms of the outputs).
         #[arg(long, default_value = "text")]
         format: report::Format,
         /// Write the report to FILE (atomically) instead of stdout.
@@ -356,6 +358,9 @@ fn real_main() -> ExitCode {
             format,
             output,
         } => {
+            if format == report::Format::Html {
+                return bad_input(report::ReportError::HtmlForFuzz);
+            }
             let (b, allow) = match open_one(&registry, &backend, &run) {
                 Ok(x) => x,
                 Err(code) => return code,

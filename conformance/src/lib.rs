@@ -19,6 +19,7 @@ pub mod pass_trace;
 pub mod progress;
 pub mod protocol;
 pub mod report;
+pub mod report_html;
 pub mod run;
 pub mod shrink;
 pub mod stages;

@@ -31,11 +31,14 @@ pub enum Format {
     Json,
     /// JUnit XML.
     Junit,
+    /// One self-contained HTML page with pictures of the failures (`check` only;
+    /// [`crate::report_html`]).
+    Html,
 }
 
 /// `--format` named something other than text, json or junit.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("unknown report format '{0}' (expected text, json or junit)")]
+#[error("unknown report format '{0}' (expected text, json, junit or html)")]
 pub struct UnknownFormat(pub String);
 
 impl std::str::FromStr for Format {
@@ -45,6 +48,7 @@ impl std::str::FromStr for Format {
             "text" => Ok(Format::Text),
             "json" => Ok(Format::Json),
             "junit" => Ok(Format::Junit),
+            "html" => Ok(Format::Html),
             other => Err(UnknownFormat(other.to_string())),
         }
     }
@@ -62,6 +66,8 @@ pub enum ReportError {
     Stdout(std::io::Error),
     #[error("cannot encode the report as JSON: {0}")]
     Encode(#[from] serde_json::Error),
+    #[error("--format html is for `uopkit check`; `uopkit fuzz` writes text, json or junit")]
+    HtmlForFuzz,
 }
 
 /// A report document: what `--format json` writes.
@@ -658,6 +664,11 @@ pub fn emit_check(suite: &Suite, results: &[TrialResult], emit: &Emit) -> Result
         Format::Text => human.plain.clone(),
         Format::Json => json_text(&Report::Check(check_report(suite, results)))?,
         Format::Junit => check_junit(suite, results),
+        Format::Html => crate::report_html::check_html(
+            suite,
+            results,
+            &crate::report_html::RunInfo::from_process(),
+        ),
     };
     deliver(emit, &human, &document)
 }
@@ -673,6 +684,7 @@ pub fn emit_fuzz(report: &FuzzReport, emit: &Emit) -> Result<(), ReportError> {
         Format::Text => human.plain.clone(),
         Format::Json => json_text(&Report::Fuzz(fuzz_report(report)))?,
         Format::Junit => fuzz_junit(report),
+        Format::Html => return Err(ReportError::HtmlForFuzz),
     };
     deliver(emit, &human, &document)
 }
@@ -696,6 +708,7 @@ mod tests {
         assert_eq!("json".parse::<Format>(), Ok(Format::Json));
         assert_eq!("junit".parse::<Format>(), Ok(Format::Junit));
         assert_eq!("text".parse::<Format>(), Ok(Format::Text));
+        assert_eq!("html".parse::<Format>(), Ok(Format::Html));
         assert!("yaml".parse::<Format>().is_err());
     }
 

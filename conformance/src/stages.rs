@@ -244,6 +244,9 @@ pub struct DiffReport {
     /// For the first difference: the rewrite trace of its pass in its kernel, or why there
     /// is none (None when every stage agrees).
     pub trace: Option<TraceSection>,
+    /// The case-file id of the graph node whose kernel the first difference is pinned to
+    /// (None: not pinned to a kernel, e.g. only the GPU-style or rendered stage differs).
+    pub node: Option<u64>,
 }
 
 impl DiffReport {
@@ -265,6 +268,7 @@ pub fn diff(case: &Case) -> Result<DiffReport, DiffError> {
     let mut stages = vec![];
     let mut first = None;
     let mut section = None;
+    let mut node = None;
     let mut previous: Option<(String, Schedule, Trace)> = None;
     for k in 0..=passes.len() {
         let stage = if k == 0 {
@@ -284,6 +288,7 @@ pub fn diff(case: &Case) -> Result<DiffReport, DiffError> {
         if let (Some(d), None) = (&difference, &first) {
             let prev = previous.as_ref().map(|(_, s, t)| (s, t));
             let step = failed_step.or_else(|| differing_step(&sched, trace.as_ref(), prev));
+            node = step.and_then(|k| computed_node(&sched, k, &run));
             let pinned = match (failed_step, step) {
                 (Some(k), _) => describe_kernel(
                     &sched,
@@ -421,6 +426,7 @@ pub fn diff(case: &Case) -> Result<DiffReport, DiffError> {
         stages,
         first,
         trace: section,
+        node,
     })
 }
 
@@ -559,6 +565,14 @@ fn culprit_rules(
 
 /// The step of the first kernel whose written buffer differs from the previous stage's
 /// (same schedule, other index arithmetic).
+/// The case-file id of the graph node step `k` computes, when it is a kernel that computes one.
+fn computed_node(sched: &Schedule, k: usize, run: &OracleRun) -> Option<u64> {
+    match sched.steps.get(k) {
+        Some(Step::Kernel { value: Some(v), .. }) => Some(file_id(run, *v)),
+        _ => None,
+    }
+}
+
 fn differing_step(
     sched: &Schedule,
     trace: Option<&Trace>,

@@ -386,6 +386,45 @@ pub fn check_outputs(
     actual: &[Option<Value>],
     allow: &Allowances,
 ) -> Result<Vec<OutputDiff>, String> {
+    let mut report = String::new();
+    let mut diffs = vec![];
+    for judged in judge_outputs(case, case_name, oracle, actual, allow)? {
+        match judged.diff {
+            Ok(d) => {
+                if !d.passed() {
+                    report += &d.report(8);
+                }
+                diffs.push(d);
+            }
+            Err(e) => report += &format!("{e}\n"),
+        }
+    }
+    if report.is_empty() {
+        Ok(diffs)
+    } else {
+        Err(report)
+    }
+}
+
+/// One output of a backend trial, judged ([`judge_outputs`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct JudgedOutput {
+    /// The comparison, or why there is none (no value, wrong shape, …).
+    pub diff: Result<OutputDiff, String>,
+    /// ULP distances from the oracle over every element, in any comparison mode (None when
+    /// the values cannot be compared element by element).
+    pub distances: Option<Histogram>,
+}
+
+/// [`check_outputs`] as data: every output's comparison in case order (for reports that draw
+/// them). Err only when the outputs cannot be judged at all.
+pub fn judge_outputs(
+    case: &Case,
+    case_name: &str,
+    oracle: &OracleRun,
+    actual: &[Option<Value>],
+    allow: &Allowances,
+) -> Result<Vec<JudgedOutput>, String> {
     let values = run::output_values(case, oracle).map_err(|e| e.to_string())?;
     if actual.len() != case.outputs.len() {
         return Err(format!(
@@ -404,33 +443,60 @@ pub fn check_outputs(
     } else {
         None
     };
-    let mut report = String::new();
-    let mut diffs = vec![];
+    let mut judged = vec![];
     for (k, ((out, ov), mode)) in case.outputs.iter().zip(values).zip(&modes).enumerate() {
         let Some(av) = &actual[k] else {
-            report += &format!("output '{}' has no value on the backend\n", out.name);
+            judged.push(JudgedOutput {
+                diff: Err(format!("output '{}' has no value on the backend", out.name)),
+                distances: None,
+            });
             continue;
         };
         let nb = bounds.as_ref().and_then(|(b, roots)| b.get(roots[k]));
-        match compare_with(out, &mode.compare, ov, av, nb) {
-            Ok(mut d) => {
-                d.origin = mode
-                    .origin
-                    .map(|o| format!("{} manifest override: {}", allow.backend, o.reason));
-                d.manifest = Some(allow.summary());
-                if !d.passed() {
-                    report += &d.report(8);
-                }
-                diffs.push(d);
-            }
-            Err(e) => report += &format!("{e}\n"),
+        let diff = compare_with(out, &mode.compare, ov, av, nb).map(|mut d| {
+            d.origin = mode
+                .origin
+                .map(|o| format!("{} manifest override: {}", allow.backend, o.reason));
+            d.manifest = Some(allow.summary());
+            d
+        });
+        let distances = diff.is_ok().then(|| distances(out.nan, ov, av)).flatten();
+        judged.push(JudgedOutput { diff, distances });
+    }
+    Ok(judged)
+}
+
+/// The ULP distances between `reference` and `actual` over every element (same bits, or two
+/// NaNs under the `any` policy, count as 0; a NaN against a number, or differing NaNs, as a
+/// NaN mismatch). None when the shapes, dtypes or components differ or an element is
+/// undefined.
+pub fn distances(nan: NanPolicy, reference: &Value, actual: &Value) -> Option<Histogram> {
+    if reference.dtype != actual.dtype || reference.shape != actual.shape {
+        return None;
+    }
+    let dt = reference.dtype;
+    let (r, a) = (reference.data.components(), actual.data.components());
+    if r.len() != a.len() {
+        return None;
+    }
+    let mut h = Histogram::default();
+    for (rc, ac) in r.iter().zip(a) {
+        if rc.len() != ac.len() {
+            return None;
+        }
+        for (re, ae) in rc.iter().zip(ac) {
+            let (Elem::Bits(e), Elem::Bits(x)) = (*re, *ae) else {
+                return None;
+            };
+            let same = e == x || (nan == NanPolicy::Any && is_nan(dt, e) && is_nan(dt, x));
+            h.add(if same {
+                Some(0)
+            } else {
+                ulp::distance(dt, e, x)
+            });
         }
     }
-    if report.is_empty() {
-        Ok(diffs)
-    } else {
-        Err(report)
-    }
+    Some(h)
 }
 
 /// The multi-index of flat index `i` in `shape` (row-major).
