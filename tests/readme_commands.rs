@@ -19,22 +19,46 @@ fn repo() -> &'static Path {
 }
 
 /// The command lines of README.md's `sh` blocks (comment-only lines dropped), with the
-/// README's line number.
-fn readme_commands() -> Vec<(usize, String)> {
+/// README's line number; and, for a `text` block that follows an `sh` block with only blank
+/// lines between, the sample output of that block's last command (its line number → lines).
+fn readme_commands() -> (Vec<(usize, String)>, Vec<(usize, Vec<String>)>) {
     let text = std::fs::read_to_string(repo().join("README.md")).expect("README.md");
-    let mut out = vec![];
-    let mut in_sh = false;
+    let (mut out, mut samples) = (vec![], vec![]);
+    // The fenced block we are in (its language), whether the last block closed was `sh` with
+    // only blank lines since, and the sample being collected.
+    let mut block: Option<String> = None;
+    let mut after_sh = false;
+    let mut sample: Option<Vec<String>> = None;
     for (i, line) in text.lines().enumerate() {
         let t = line.trim();
-        if t.starts_with("```") {
-            in_sh = !in_sh && t == "```sh";
+        if let Some(lang) = t.strip_prefix("```") {
+            match block.take() {
+                None => {
+                    if lang == "text" && after_sh {
+                        sample = Some(vec![]);
+                    }
+                    after_sh = false;
+                    block = Some(lang.to_string());
+                }
+                Some(closed) => {
+                    after_sh = closed == "sh";
+                    if let (Some(lines), Some((n, _))) = (sample.take(), out.last()) {
+                        samples.push((*n, lines));
+                    }
+                }
+            }
             continue;
         }
-        if in_sh && !t.is_empty() && !t.starts_with('#') {
-            out.push((i + 1, t.to_string()));
+        match (block.as_deref(), sample.as_mut()) {
+            (Some("sh"), _) if !t.is_empty() && !t.starts_with('#') => {
+                out.push((i + 1, t.to_string()))
+            }
+            (Some("text"), Some(lines)) => lines.push(t.to_string()),
+            (None, _) if !t.is_empty() => after_sh = false,
+            _ => {}
         }
     }
-    out
+    (out, samples)
 }
 
 /// Why a command is not run here, or None to run it.
@@ -128,7 +152,7 @@ fn every_readme_command_runs_as_documented() {
     let mut before = vec![];
     files_under(&repo().join("corpus"), &mut before);
 
-    let commands = readme_commands();
+    let (commands, samples) = readme_commands();
     let mut ran = 0;
     let mut failures = vec![];
     let mut skipped = vec![];
@@ -174,7 +198,7 @@ fn every_readme_command_runs_as_documented() {
         }
         let started = std::time::Instant::now();
         let out = Command::new("bash")
-            .args(["-c", &format!("timeout 900 {shell}")])
+            .args(["-O", "globstar", "-c", &format!("timeout 900 {shell}")])
             .current_dir(root)
             .env("PATH", path)
             .env_remove("NO_COLOR")
@@ -199,6 +223,19 @@ fn every_readme_command_runs_as_documented() {
             failures.push(format!(
                 "README.md:{line}: `{code}` printed nothing and wrote nothing"
             ));
+        }
+        // A sample output shown after the command: each line of it (but `…`) is a line of
+        // what the command prints.
+        let printed = String::from_utf8_lossy(&out.stdout).to_string();
+        let printed: Vec<&str> = printed.lines().map(str::trim).collect();
+        for (_, lines) in samples.iter().filter(|(n, _)| n == line) {
+            for l in lines.iter().filter(|l| !l.is_empty() && l.as_str() != "…") {
+                if !printed.contains(&l.as_str()) {
+                    failures.push(format!(
+                        "README.md:{line}: the sample output shows\n    {l}\nwhich `{code}` does not print"
+                    ));
+                }
+            }
         }
         for f in written_files(cmd) {
             let p = root.join(&f);
@@ -253,4 +290,13 @@ fn the_command_parser_reads_exit_codes_files_and_reasons() {
     assert!(not_run("UOPKIT_BACKENDS=oracle cargo test --test conformance").is_some());
     assert!(not_run("cargo run --release -- check").is_none());
     assert!(not_run("python3 corpus/gen/validate.py").is_none());
+    let (commands, samples) = readme_commands();
+    assert!(commands.len() >= 20);
+    assert!(
+        samples.iter().any(|(n, lines)| commands
+            .iter()
+            .any(|(m, c)| m == n && c.contains("--wrong"))
+            && lines.iter().any(|l| l.starts_with("FAIL"))),
+        "the 'read a failure' sample is attached to its command: {samples:?}"
+    );
 }

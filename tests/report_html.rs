@@ -152,11 +152,11 @@ fn a_failing_run_is_one_page_with_pictures_and_histograms() {
     }
     // The summary per backend.
     assert!(
-        html.contains("<tr><th>oracle</th><td class=\"n pass\">2</td><td class=\"n fail\">1</td><td class=\"n xfail\">1</td><td class=\"n\">0</td>"),
+        html.contains("<tr><th>oracle</th><td class=\"n pass\">2</td><td class=\"n\">0</td><td class=\"n fail\">1</td><td class=\"n xfail\">1</td><td class=\"n\">0</td>"),
         "{html}"
     );
     assert!(
-        html.contains("<tr><th>perturb</th><td class=\"n\">0</td><td class=\"n fail\">3</td><td class=\"n\">0</td><td class=\"n skip\">1</td>"),
+        html.contains("<tr><th>perturb</th><td class=\"n\">0</td><td class=\"n\">0</td><td class=\"n fail\">3</td><td class=\"n\">0</td><td class=\"n skip\">1</td>"),
         "{html}"
     );
     assert!(html.contains("<tr><th>backends</th><td>oracle, perturb</td></tr>"));

@@ -88,12 +88,12 @@ pub fn check_cpu(case: &Case) -> Result<Schedule, CheckError> {
 pub fn check_cpu_with(case: &Case, name: &str, allow: &Allowances) -> Result<Schedule, CheckError> {
     match harness::judge_full(case, name, &Cpu, allow) {
         (
-            Verdict::Pass,
+            Verdict::Pass | Verdict::Allowed(_),
             Some(Ran {
                 schedule: Some(s), ..
             }),
         ) => Ok(s),
-        (Verdict::Pass, _) => Err(CheckError::NoSchedule),
+        (Verdict::Pass | Verdict::Allowed(_), _) => Err(CheckError::NoSchedule),
         (v, _) => Err(CheckError::Verdict {
             label: v.label(),
             kind: match &v {

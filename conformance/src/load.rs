@@ -57,17 +57,27 @@ impl Loaded {
             .ok_or_else(|| CaseError::new(Some(file_id), "no such node in the graph"))
     }
 
+    /// The case-file id of arena node `n`.
+    pub fn file_id_of(&self, n: NodeId) -> u64 {
+        file_id_in(&self.file_id, n)
+    }
+
     /// Translates an oracle error's arena ids into case-file ids.
     pub fn file_error(&self, e: uopkit_interp::Error) -> uopkit_interp::Error {
-        e.map_nodes(|n| {
-            NodeId(
-                self.file_id
-                    .get(n.index())
-                    .copied()
-                    .unwrap_or(u64::from(n.0)) as u32,
-            )
-        })
+        file_error_in(&self.file_id, e)
     }
+}
+
+/// The case-file id of arena node `n` under the loader's `file_id` table (the arena id itself
+/// for a node the table does not cover, e.g. one the compiler made).
+pub fn file_id_in(file_id: &[u64], n: NodeId) -> u64 {
+    file_id.get(n.index()).copied().unwrap_or(u64::from(n.0))
+}
+
+/// An oracle error with its arena ids translated by `file_id` ([`file_id_in`]).
+pub fn file_error_in(file_id: &[u64], e: uopkit_interp::Error) -> uopkit_interp::Error {
+    // Case-file ids fit in u32 (the loader refuses larger ones).
+    e.map_nodes(|n| NodeId(file_id_in(file_id, n) as u32))
 }
 
 /// The largest case file [`read_case`] reads (256 MiB): the loader keeps the text, its JSON

@@ -110,8 +110,8 @@ pub struct Trial {
     /// How it failed (only for `FAIL`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kind: Option<Kind>,
-    /// The failure report, the skip or xfail reason, or why the case is invalid (absent for
-    /// `ok`).
+    /// The failure report, the skip or xfail reason, what allowed an `allowed` trial, or why
+    /// the case is invalid (absent for `ok`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
     /// For `xfail`: the failure the manifest expected and got.

@@ -53,6 +53,9 @@ pub enum DiffError {
     /// The compiler refused to schedule the graph.
     #[error("scheduler: {0}")]
     Refused(#[from] ScheduleError),
+    /// The compiler's settings from the environment cannot be used.
+    #[error("{0}")]
+    Settings(String),
     /// The backend's allowance manifest could not be read (the rendered stage).
     #[error(transparent)]
     Manifest(#[from] crate::backend::ManifestError),
@@ -220,10 +223,7 @@ fn diff_outputs(case: &Case, oracle: &[&Value], got: &[Option<Value>]) -> String
 }
 
 fn schedule_case(run: &OracleRun, case: &Case, passes: &[RuleSet]) -> Result<Schedule, DiffError> {
-    let opts = ScheduleOpts::from_env().map_err(|e| ScheduleError {
-        node: NodeId(0),
-        reason: e.to_string(),
-    })?;
+    let opts = ScheduleOpts::from_env().map_err(|e| DiffError::Settings(e.to_string()))?;
     schedule_case_opts(run, case, passes, &opts)
 }
 
@@ -315,10 +315,8 @@ pub fn diff(case: &Case) -> Result<DiffReport, DiffError> {
                     Some(Step::Kernel { program, .. }) => vec![program.name.clone()],
                     _ => kernel_names(&sched),
                 };
-                let opts = ScheduleOpts::from_env().map_err(|e| ScheduleError {
-                    node: NodeId(0),
-                    reason: e.to_string(),
-                })?;
+                let opts =
+                    ScheduleOpts::from_env().map_err(|e| DiffError::Settings(e.to_string()))?;
                 pass_traces(
                     &run,
                     case,
@@ -366,10 +364,7 @@ pub fn diff(case: &Case) -> Result<DiffReport, DiffError> {
                 format!("kernel pass '{name}'"),
             )
         };
-        let env = ScheduleOpts::from_env().map_err(|e| ScheduleError {
-            node: NodeId(0),
-            reason: e.to_string(),
-        })?;
+        let env = ScheduleOpts::from_env().map_err(|e| DiffError::Settings(e.to_string()))?;
         let opts_k = ScheduleOpts {
             target: Target::Gpu,
             kernel_passes: Some(k),
@@ -467,7 +462,13 @@ fn pass_traces(
         passes,
         opts,
         &mut trace,
-    )?;
+    )
+    .map_err(|e| {
+        DiffError::Refused(ScheduleError {
+            node: NodeId(file_id(run, e.node) as u32),
+            reason: e.reason,
+        })
+    })?;
     Ok(TraceSection::Pass(
         kernels
             .iter()
@@ -625,9 +626,5 @@ fn describe_kernel(
 }
 
 fn file_id(run: &OracleRun, n: NodeId) -> u64 {
-    run.loaded
-        .file_id
-        .get(n.index())
-        .copied()
-        .unwrap_or(u64::from(n.0))
+    run.loaded.file_id_of(n)
 }

@@ -97,3 +97,22 @@ fn tallies_count_allowed_trials_as_passed_and_say_how_many() {
         t.line()
     );
 }
+
+#[test]
+fn diff_does_not_call_an_allowed_rendered_stage_a_difference() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../corpus")
+        .join(format!("{CASE}.json"));
+    let case = read_case(&path).expect("case");
+    let allow = manifest(3);
+    let nudged = Nudged { ulps: 2 };
+    let report = harness::diff(&case, CASE, Some((&nudged, &allow))).expect("diff runs");
+    let rendered = report.stages.last().expect("a rendered stage");
+    assert_eq!(rendered.stage, "rendered: nudged");
+    assert_eq!(rendered.difference, None);
+    assert!(report.first.is_none(), "{:?}", report.first);
+    // Past the allowance it is a difference.
+    let far = Nudged { ulps: 4 };
+    let report = harness::diff(&case, CASE, Some((&far, &allow))).expect("diff runs");
+    assert!(report.first.is_some());
+}

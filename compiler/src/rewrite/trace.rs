@@ -327,27 +327,4 @@ mod tests {
         assert_eq!(t.steps()[0].kernel, "k0");
         assert_eq!(t.steps()[0].matched.text, "1");
     }
-
-    /// The trace names steps by rule: every rule of every pass has a non-empty name, unique
-    /// in its set (`RuleSet::new` checks uniqueness).
-    #[test]
-    fn every_rule_has_a_name() {
-        use crate::optimize::{finishing, passes, Target};
-        let mut sets: Vec<crate::rewrite::RuleSet> = crate::rewrite::rule_sets();
-        for t in [Target::Cpu, Target::Gpu] {
-            sets.extend(passes(t).into_iter().map(|p| p.rules));
-        }
-        sets.extend(finishing().into_iter().map(|p| p.rules));
-        for s in &sets {
-            assert!(!s.name.is_empty());
-            for r in s.rules() {
-                assert!(
-                    !r.name.trim().is_empty() && !r.name.contains(char::is_whitespace),
-                    "set {}: rule {:?}",
-                    s.name,
-                    r.name
-                );
-            }
-        }
-    }
 }

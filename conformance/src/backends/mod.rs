@@ -63,17 +63,13 @@ impl Job<'_> {
 
     /// The case-file id of a graph node.
     pub fn file_id_of(&self, n: NodeId) -> u64 {
-        self.file_id
-            .get(n.index())
-            .copied()
-            .unwrap_or(u64::from(n.0))
+        crate::load::file_id_in(self.file_id, n)
     }
 
     /// An oracle error with its arena ids translated into case-file ids (what a user finds in
     /// the case file).
     pub fn file_error(&self, e: uopkit_interp::Error) -> uopkit_interp::Error {
-        // Case-file ids fit in u32 (the loader refuses larger ones).
-        e.map_nodes(|n| NodeId(self.file_id_of(n) as u32))
+        crate::load::file_error_in(self.file_id, e)
     }
 
     /// uopkit's schedule as text, graph nodes by case-file id (`graph node 6`).
@@ -251,7 +247,7 @@ pub fn facts_of(s: &Schedule, file_id: &[u64]) -> Facts {
         writes: Some(
             s.written_graph_buffers()
                 .into_iter()
-                .map(|n| file_id.get(n.index()).copied().unwrap_or(u64::from(n.0)))
+                .map(|n| crate::load::file_id_in(file_id, n))
                 .collect(),
         ),
     }

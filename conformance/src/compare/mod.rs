@@ -90,7 +90,7 @@ pub struct OutputDiff {
     /// `either_output`: the alternative that came closest and how many elements it misses.
     pub closest_alternative: Option<(usize, usize)>,
     /// Elements whose bits differ from the reference's but that the mode allows (a `ulp`
-    /// distance, a bound, another allowed value; NaN payloads under `nan: canonical` do not count).
+    /// distance, a bound, another allowed value; two NaNs under `nan: any` do not count).
     pub deviating: usize,
 }
 

@@ -170,12 +170,7 @@ pub fn case_dot(case: &Case, opts: &DotOpts) -> Result<String, DotError> {
     let sched =
         uopkit_compiler::pipeline::schedule_opts(&loaded.graph, &verified, &roots, &sched_opts)
             .map_err(|e| {
-                let node = loaded
-                    .file_id
-                    .get(e.node.index())
-                    .copied()
-                    .unwrap_or(u64::from(e.node.0));
-                DotError::Schedule(format!("node {node}: {}", e.reason))
+                DotError::Schedule(format!("node {}: {}", loaded.file_id_of(e.node), e.reason))
             })?;
     match opts.what {
         What::Schedule => Ok(schedule::schedule_dot(&sched, &loaded.file_id, highlight)),

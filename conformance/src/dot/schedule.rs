@@ -17,7 +17,7 @@ use super::{ident, line, node_attrs, Class};
 /// Buffers are `b<i>`, steps `s<i>`; consecutive steps are joined by dotted grey edges (the
 /// order they run in). A COPY step sits in its destination's device cluster.
 pub fn schedule_dot(sched: &Schedule, file_id: &[u64], highlight: Option<NodeId>) -> String {
-    let fid = |n: NodeId| file_id.get(n.index()).copied().unwrap_or(u64::from(n.0));
+    let fid = |n: NodeId| crate::load::file_id_in(file_id, n);
     let buf_device = |b: u32| sched.buffers.get(b as usize).map(|d| d.device);
     // Device → the lines of its cluster, in buffer then step order.
     let mut clusters: BTreeMap<Device, Vec<String>> = BTreeMap::new();

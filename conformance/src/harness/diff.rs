@@ -16,7 +16,7 @@ pub fn diff(
     if let Some((b, allow)) = backend {
         let stage = format!("rendered: {}", b.name());
         let difference = match judge(case, name, b, allow) {
-            Verdict::Pass => None,
+            Verdict::Pass | Verdict::Allowed(_) => None,
             Verdict::Skip(r) => Some(format!("skipped: {r}")),
             other => Some(other.detail().unwrap_or_default().to_string()),
         };

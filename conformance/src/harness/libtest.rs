@@ -41,14 +41,15 @@ pub fn libtest_main(
 }
 
 /// Runs the suite `settings` describes as libtest-mimic trials under `args`; returns
-/// libtest's conclusion and each trial's verdict label (`ok`, `FAIL`, `skip`, `xfail`,
+/// libtest's conclusion and each trial's verdict label (`ok`, `allowed`, `FAIL`, `skip`, `xfail`,
 /// `XPASS`, `BAD`) by trial name, in name order.
 ///
 /// Every trial of the selection is named (the same names whatever `args` select), but only
 /// the cases and backends of the trials `args` will run are read and opened: `--exact NAME`
 /// (how cargo-nextest runs each trial in its own process) reads one case and opens one
-/// backend, `--list` reads and opens nothing, so a case that cannot be read is still listed
-/// and fails as its own trials, and only when they run.
+/// backend, `--list` reads and opens nothing (except `exec:` backends, which are started to
+/// learn the names their trials carry), so a case that cannot be read is still listed and
+/// fails as its own trials, and only when they run.
 pub fn libtest_run(
     reg: &Registry,
     settings: &Settings,

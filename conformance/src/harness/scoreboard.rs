@@ -127,8 +127,13 @@ impl Cell {
                 .entry(state)
                 .or_insert_with(|| (why, case.to_string()));
         }
-        // The reason shown is the one of the state the cell shows.
-        let shown = self.reasons.get(&self.state());
+        // The reason shown is the one of the state the cell shows (a passing cell with skips:
+        // the skip's).
+        let state = self.state();
+        let shown = self
+            .reasons
+            .get(&state)
+            .or_else(|| (state == CellState::Pass).then(|| self.reasons.get(&CellState::Skip))?);
         self.reason = shown.and_then(|(r, _)| r.clone());
         self.case = shown.map(|(_, c)| c.clone());
     }
@@ -358,5 +363,8 @@ mod tests {
         assert_eq!(f.state(), CellState::Fail);
         assert_eq!(f.reason.as_deref(), Some("bits differ"));
         assert_eq!(cell(&[Verdict::Pass]).text(), "pass 1");
+        let mixed = cell(&[Verdict::Pass, Verdict::Skip("no GPU".into())]);
+        assert_eq!(mixed.text(), "pass 1, skip 1");
+        assert_eq!(mixed.reason.as_deref(), Some("no GPU"));
     }
 }

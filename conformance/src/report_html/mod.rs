@@ -100,7 +100,7 @@ h1{font-size:1.6em}h2{font-size:1.3em;margin-top:1.6em;border-bottom:1px solid #
 h3{font-size:1.05em;margin-bottom:.3em}\
 table{border-collapse:collapse;margin:.4em 0}td,th{border:1px solid #ccc;padding:2px 8px;font-size:13px;text-align:left;vertical-align:top}\
 td.n{text-align:right}\
-.pass{background:#d9f2d9}.fail{background:#f7c6c6}.xfail{background:#f7e3b5}.skip{background:#e6e6e6}\
+.pass{background:#d9f2d9}.allowed{background:#d6ebf5}.fail{background:#f7c6c6}.xfail{background:#f7e3b5}.skip{background:#e6e6e6}\
 .verdict{display:inline-block;padding:0 .4em;border-radius:3px;font-weight:bold}\
 .trial{border:1px solid #ddd;border-left:6px solid #c00;padding:.2em 1em 1em;margin:1.2em 0;background:#fff}\
 pre{background:#f6f6f6;border:1px solid #ddd;padding:.5em;overflow:auto;max-height:32em;font-size:12px;white-space:pre-wrap}\
@@ -235,8 +235,8 @@ fn settings(h: &mut String, suite: &Suite, results: &[TrialResult], info: &RunIn
 
 fn summary(h: &mut String, suite: &Suite, results: &[TrialResult]) {
     h.push_str(
-        "<h2>Summary</h2>\n<table class=\"summary\">\n<tr><th>backend</th><th>passed</th><th>failed</th>\
-         <th>xfail</th><th>skipped</th><th>XPASS</th><th>invalid</th></tr>\n",
+        "<h2>Summary</h2>\n<table class=\"summary\">\n<tr><th>backend</th><th>passed</th><th>of which allowed</th>\
+         <th>failed</th><th>xfail</th><th>skipped</th><th>XPASS</th><th>invalid</th></tr>\n",
     );
     for (slot, t) in suite.backends.iter().zip(harness::tallies(suite, results)) {
         let cell = |n: usize, class: &str| {
@@ -248,9 +248,10 @@ fn summary(h: &mut String, suite: &Suite, results: &[TrialResult]) {
         };
         let _ = writeln!(
             h,
-            "<tr><th>{}</th>{}{}{}{}{}{}</tr>",
+            "<tr><th>{}</th>{}{}{}{}{}{}{}</tr>",
             esc(slot.backend.name()),
             cell(t.passed, "pass"),
+            cell(t.allowed, "allowed"),
             cell(t.failed, "fail"),
             cell(t.xfail, "xfail"),
             cell(t.skipped, "skip"),
@@ -467,10 +468,30 @@ fn quiet_lists(h: &mut String, suite: &Suite, results: &[TrialResult]) {
         .iter()
         .filter(|r| matches!(r.verdict, Verdict::Skip(_)))
         .collect();
-    if xfail.is_empty() && skipped.is_empty() {
+    let allowed: Vec<&TrialResult> = results
+        .iter()
+        .filter(|r| matches!(r.verdict, Verdict::Allowed(_)))
+        .collect();
+    if xfail.is_empty() && skipped.is_empty() && allowed.is_empty() {
         return;
     }
-    h.push_str("<h2>Expected failures and skipped trials</h2>\n");
+    h.push_str("<h2>Allowed, expected failures and skipped trials</h2>\n");
+    if !allowed.is_empty() {
+        let _ = writeln!(
+            h,
+            "<details class=\"allowed-list\"><summary>allowed ({}): passed within an allowance</summary>\n<ul>",
+            allowed.len()
+        );
+        for r in &allowed {
+            let _ = writeln!(
+                h,
+                "<li><code>{}</code>:<pre>{}</pre></li>",
+                esc(&suite.trial_name(r.case, r.backend)),
+                esc(r.verdict.detail().unwrap_or("").trim_end())
+            );
+        }
+        h.push_str("</ul></details>\n");
+    }
     if !xfail.is_empty() {
         let _ = writeln!(
             h,
