@@ -3,28 +3,13 @@
 //! its trace holds the step by `fault_mod_drop`, marked as touching the diverging node. With
 //! no fault, the CLI prints no trace; `--trace` takes touching, all or none.
 
-use std::process::Command;
+mod common;
+use common::{INT_SUM, PERMUTED_RESHAPE};
 
 use uopkit_compiler::rewrite::faults;
 use uopkit_conformance::pass_trace::{TraceMode, TraceSection};
 use uopkit_conformance::stages::DiffReport;
 use uopkit_conformance::{harness, load};
-
-/// x = arange(6) as [3,2], permuted to [2,3], flattened, doubled: the flat index k reads
-/// x at (k % 3) * 2 + k / 3, a modulo the faulty rule drops (hand-derived [0,4,8,2,6,10]).
-const PERMUTED_RESHAPE: &str = r#"{
-  "format": "uopkit-case/1",
-  "description": "permute then reshape: index arithmetic with a modulo; hand-derived [0,4,8,2,6,10]",
-  "graph": [
-    {"id": 0, "op": "BUFFER", "dtype": "int32", "arg": {"device": "CPU:0", "size": 6, "slot": 0}},
-    {"id": 1, "op": "RESHAPE", "dtype": "int32", "src": [0], "arg": [3, 2]},
-    {"id": 2, "op": "PERMUTE", "dtype": "int32", "src": [1], "arg": [1, 0]},
-    {"id": 3, "op": "RESHAPE", "dtype": "int32", "src": [2], "arg": [6]},
-    {"id": 4, "op": "ADD", "dtype": "int32", "src": [3, 3]}
-  ],
-  "inputs": {"0": {"arange": {"start": 0, "step": 1}}},
-  "outputs": [{"name": "y", "node": 4, "shape": [6], "expect": [0, 4, 8, 2, 6, 10]}]
-}"#;
 
 fn diff_with_fault() -> DiffReport {
     let case = load::parse_case(PERMUTED_RESHAPE).expect("the case parses");
@@ -118,18 +103,6 @@ fn the_trace_is_the_same_every_time() {
     assert_eq!(a, b);
 }
 
-/// Σ arange(16) as int32 = 120 (hand-derived): the GPU target reduces it in local memory.
-const INT_SUM: &str = r#"{
-  "format": "uopkit-case/1",
-  "description": "sum of arange(16) int32; hand-derived 120",
-  "graph": [
-    {"id": 0, "op": "BUFFER", "dtype": "int32", "arg": {"device": "CPU:0", "size": 16, "slot": 0}},
-    {"id": 1, "op": "REDUCE", "dtype": "int32", "src": [0], "arg": ["ADD", 1]}
-  ],
-  "inputs": {"0": {"arange": {"start": 0, "step": 1}}},
-  "outputs": [{"name": "s", "node": 1, "shape": [], "expect": [120]}]
-}"#;
-
 /// A kernel pass (on the kernel graph, not the index arithmetic): the missing barrier is
 /// `gpu_local_reduce`'s, and its trace shows the rule that built the local reduction.
 #[test]
@@ -171,13 +144,8 @@ fn no_trace_without_a_difference() {
 }
 
 fn uopkit(args: &[&str]) -> (i32, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_uopkit"))
-        .args(args)
-        .output()
-        .expect("the uopkit binary runs");
-    let text =
-        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    (out.status.code().unwrap_or(-1), text)
+    let out = common::uopkit(args);
+    (out.code, out.all())
 }
 
 #[test]

@@ -5,34 +5,11 @@
 //! not the arena indices, plus malformed input.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+
+mod common;
+use common::{uopkit, Out};
 
 use serde_json::Value;
-
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-impl Out {
-    fn all(&self) -> String {
-        format!("{}{}", self.stdout, self.stderr)
-    }
-}
-
-fn uopkit(args: &[&str]) -> Out {
-    let out = Command::new(env!("CARGO_BIN_EXE_uopkit"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("the uopkit binary runs");
-    Out {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
 
 /// `%` followed by a digit: the IR listing's node name, not the messages' `node N`.
 fn percent_node(text: &str) -> Option<&str> {

@@ -21,7 +21,10 @@ fn repo() -> &'static Path {
 /// The command lines of README.md's `sh` blocks (comment-only lines dropped), with the
 /// README's line number; and, for a `text` block that follows an `sh` block with only blank
 /// lines between, the sample output of that block's last command (its line number → lines).
-fn readme_commands() -> (Vec<(usize, String)>, Vec<(usize, Vec<String>)>) {
+/// README lines: (line number, command), and (line number of a command, its sample output).
+type Commands = (Vec<(usize, String)>, Vec<(usize, Vec<String>)>);
+
+fn readme_commands() -> Commands {
     let text = std::fs::read_to_string(repo().join("README.md")).expect("README.md");
     let (mut out, mut samples) = (vec![], vec![]);
     // The fenced block we are in (its language), whether the last block closed was `sh` with

@@ -6,31 +6,11 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use serde_json::Value;
 
 mod common;
-use common::repo;
-
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn uopkit(args: &[&str]) -> Out {
-    let out = Command::new(env!("CARGO_BIN_EXE_uopkit"))
-        .args(args)
-        .current_dir(repo())
-        .output()
-        .expect("the uopkit binary runs");
-    Out {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
+use common::{uopkit, Out};
 
 /// bad (a wrong expected value: the oracle trial fails), good, ub (oracle-only: kernels
 /// skips it), worse (wrong too, but listed in xfail.json for the oracle: xfail).

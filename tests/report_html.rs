@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 mod common;
-use common::repo;
+use common::{repo, PERMUTED_RESHAPE};
 
 const PERTURB: &str = r#"import json, subprocess, sys
 DELTAS = {0: 1, 1: 2, 14: 3}
@@ -252,21 +252,6 @@ fn the_balance_check_can_fail() {
     assert!(balanced("<div><p>x</p>").is_err());
     assert!(balanced("<meta charset=\"utf-8\"><p>a<br>b</p><svg><rect/></svg>").is_ok());
 }
-
-/// x = arange(6) as [3,2], permuted, flattened, doubled: the modulo `fault_mod_drop` drops.
-const PERMUTED_RESHAPE: &str = r#"{
-  "format": "uopkit-case/1",
-  "description": "permute then reshape",
-  "graph": [
-    {"id": 0, "op": "BUFFER", "dtype": "int32", "arg": {"device": "CPU:0", "size": 6, "slot": 0}},
-    {"id": 1, "op": "RESHAPE", "dtype": "int32", "src": [0], "arg": [3, 2]},
-    {"id": 2, "op": "PERMUTE", "dtype": "int32", "src": [1], "arg": [1, 0]},
-    {"id": 3, "op": "RESHAPE", "dtype": "int32", "src": [2], "arg": [6]},
-    {"id": 4, "op": "ADD", "dtype": "int32", "src": [3, 3]}
-  ],
-  "inputs": {"0": {"arange": {"start": 0, "step": 1}}},
-  "outputs": [{"name": "y", "node": 4, "shape": [6], "expect": [0, 4, 8, 2, 6, 10]}]
-}"#;
 
 /// The node the page draws in red for a compiler bug: the one `stages::diff` pins.
 #[test]

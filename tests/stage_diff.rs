@@ -13,21 +13,8 @@ fn diff(case: &uopkit_conformance::Case) -> Result<DiffReport, DiffError> {
     harness::diff(case, "", Some((&Cpu, allow)))
 }
 
-/// x = arange(6) as [3,2], permuted to [2,3], flattened, doubled: the flat index k reads
-/// x at (k % 3) * 2 + k / 3, a modulo the faulty rule drops.
-const PERMUTED_RESHAPE: &str = r#"{
-  "format": "uopkit-case/1",
-  "description": "permute then reshape: index arithmetic with a modulo; hand-derived [0,4,8,2,6,10]",
-  "graph": [
-    {"id": 0, "op": "BUFFER", "dtype": "int32", "arg": {"device": "CPU:0", "size": 6, "slot": 0}},
-    {"id": 1, "op": "RESHAPE", "dtype": "int32", "src": [0], "arg": [3, 2]},
-    {"id": 2, "op": "PERMUTE", "dtype": "int32", "src": [1], "arg": [1, 0]},
-    {"id": 3, "op": "RESHAPE", "dtype": "int32", "src": [2], "arg": [6]},
-    {"id": 4, "op": "ADD", "dtype": "int32", "src": [3, 3]}
-  ],
-  "inputs": {"0": {"arange": {"start": 0, "step": 1}}},
-  "outputs": [{"name": "y", "node": 4, "shape": [6], "expect": [0, 4, 8, 2, 6, 10]}]
-}"#;
+mod common;
+use common::{INT_SUM, PERMUTED_RESHAPE};
 
 #[test]
 fn every_stage_agrees_without_the_fault() {
@@ -81,19 +68,6 @@ fn diff_names_the_pass_of_a_wrong_rule() {
         "the report says how to see the node: {first}"
     );
 }
-
-/// Σ arange(16) as int32 = 120 (hand-derived): an order-free sum, which the GPU target
-/// reduces in local memory over 8 work items.
-const INT_SUM: &str = r#"{
-  "format": "uopkit-case/1",
-  "description": "sum of arange(16) int32; hand-derived 120",
-  "graph": [
-    {"id": 0, "op": "BUFFER", "dtype": "int32", "arg": {"device": "CPU:0", "size": 16, "slot": 0}},
-    {"id": 1, "op": "REDUCE", "dtype": "int32", "src": [0], "arg": ["ADD", 1]}
-  ],
-  "inputs": {"0": {"arange": {"start": 0, "step": 1}}},
-  "outputs": [{"name": "s", "node": 1, "shape": [], "expect": [120]}]
-}"#;
 
 #[test]
 fn diff_names_the_gpu_pass_and_rule_of_a_missing_barrier() {

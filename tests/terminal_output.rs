@@ -7,30 +7,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 mod common;
-use common::repo;
-
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
+use common::{repo, Out};
 
 /// Runs uopkit with the colour variables cleared, then `env` set.
 fn uopkit(args: &[&str], env: &[(&str, &str)]) -> Out {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_uopkit"));
-    cmd.args(args).current_dir(repo());
-    for var in ["NO_COLOR", "CLICOLOR_FORCE", "CLICOLOR"] {
-        cmd.env_remove(var);
-    }
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let out = cmd.output().expect("the uopkit binary runs");
-    Out {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+    common::uopkit_with(args, env, &["NO_COLOR", "CLICOLOR_FORCE", "CLICOLOR"])
 }
 
 /// good, bad (the oracle trial fails), worse (fails, listed in xfail.json: xfail), ub

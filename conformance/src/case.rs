@@ -163,7 +163,7 @@ impl Case {
             field("format", &self.format),
             field("description", &self.description),
             field("tags", &self.tags),
-            rows("graph", self.graph.iter().map(|n| compact(n))),
+            rows("graph", self.graph.iter().map(compact)),
             if self.inputs.is_empty() {
                 field("inputs", &self.inputs)
             } else {
@@ -174,7 +174,7 @@ impl Case {
                     .collect();
                 format!("  \"inputs\": {{\n{}\n  }}", inner.join(",\n"))
             },
-            rows("outputs", self.outputs.iter().map(|o| compact(o))),
+            rows("outputs", self.outputs.iter().map(compact)),
         ];
         if let Some(e) = &self.expect_error {
             parts.push(field("expect_error", e));

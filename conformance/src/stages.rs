@@ -448,12 +448,7 @@ fn pass_traces(
     kernels: &[String],
     graph: TraceGraph,
 ) -> Result<TraceSection, DiffError> {
-    let roots: Vec<NodeId> = case
-        .outputs
-        .iter()
-        .map(|o| run.loaded.arena(o.node))
-        .collect::<Result<_, _>>()
-        .map_err(|e| DiffError::Case(e.to_string()))?;
+    let roots = output_roots(run, case)?;
     let mut trace = RewriteTrace::default();
     pipeline::schedule_traced(
         &run.loaded.graph,
@@ -505,12 +500,7 @@ fn schedule_case_opts(
     passes: &[RuleSet],
     opts: &ScheduleOpts,
 ) -> Result<Schedule, DiffError> {
-    let roots: Vec<NodeId> = case
-        .outputs
-        .iter()
-        .map(|o| run.loaded.arena(o.node))
-        .collect::<Result<_, _>>()
-        .map_err(|e| DiffError::Case(e.to_string()))?;
+    let roots = output_roots(run, case)?;
     // A refusal names the case-file node, as every message does.
     pipeline::schedule_with_opts(&run.loaded.graph, &run.verified, &roots, passes, opts).map_err(
         |e| {
@@ -623,6 +613,15 @@ fn describe_kernel(
         Some(Step::Copy { dst, src }) => format!("step {k} (copy {dst} <- {src}) {what}\n"),
         None => String::new(),
     }
+}
+
+/// The arena ids of the case's outputs.
+fn output_roots(run: &OracleRun, case: &Case) -> Result<Vec<NodeId>, DiffError> {
+    case.outputs
+        .iter()
+        .map(|o| run.loaded.arena(o.node))
+        .collect::<Result<_, _>>()
+        .map_err(|e| DiffError::Case(e.to_string()))
 }
 
 fn file_id(run: &OracleRun, n: NodeId) -> u64 {

@@ -30,7 +30,7 @@ pub struct Entry {
 }
 
 /// How to open backends.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct OpenOpts {
     /// Run compiled backends in this process (debugging; the FP control state is still
     /// saved and restored around every kernel load and launch).
@@ -40,17 +40,6 @@ pub struct OpenOpts {
     /// is selected by the environment variable `UOPKIT_WORKER_BACKEND`).
     pub worker_program: Option<String>,
     pub worker_args: Vec<String>,
-}
-
-impl Default for OpenOpts {
-    fn default() -> Self {
-        OpenOpts {
-            in_process: false,
-            limits: Limits::default(),
-            worker_program: None,
-            worker_args: vec![],
-        }
-    }
 }
 
 #[derive(Clone, Default)]

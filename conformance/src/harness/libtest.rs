@@ -40,6 +40,9 @@ pub fn libtest_main(
     }
 }
 
+/// Each trial's verdict label by trial name, in name order.
+pub type TrialLabels = Vec<(String, &'static str)>;
+
 /// Runs the suite `settings` describes as libtest-mimic trials under `args`; returns
 /// libtest's conclusion and each trial's verdict label (`ok`, `allowed`, `FAIL`, `skip`, `xfail`,
 /// `XPASS`, `BAD`) by trial name, in name order.
@@ -54,7 +57,7 @@ pub fn libtest_run(
     reg: &Registry,
     settings: &Settings,
     args: &libtest_mimic::Arguments,
-) -> Result<(libtest_mimic::Conclusion, Vec<(String, &'static str)>), SetupError> {
+) -> Result<(libtest_mimic::Conclusion, TrialLabels), SetupError> {
     use libtest_mimic::{Completion, Failed, Trial};
     // Name every trial first; read and open only what the arguments will run (under
     // cargo-nextest, one trial per process; under `--list`, nothing).
@@ -62,13 +65,13 @@ pub fn libtest_run(
     let (nc, nb) = (plan.cases.len(), plan.backends.len());
     let (mut want_case, mut want_backend) = (vec![false; nc], vec![false; nb]);
     if !args.list {
-        for c in 0..nc {
-            for b in 0..nb {
+        for (c, wc) in want_case.iter_mut().enumerate() {
+            for (b, wb) in want_backend.iter_mut().enumerate() {
                 let probe = Trial::test(plan.trial_name(c, b), || Ok(()))
                     .with_kind(plan.backends[b].clone());
                 if !args.is_filtered_out(&probe) && !args.is_ignored(&probe) {
-                    want_case[c] = true;
-                    want_backend[b] = true;
+                    *wc = true;
+                    *wb = true;
                 }
             }
         }

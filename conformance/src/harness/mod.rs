@@ -27,7 +27,7 @@ mod suite;
 pub use diff::diff;
 pub use env::{apply_limits_env, parse_bytes, settings_from_env, split_backends};
 pub use judge::{apply_xfail, judge, judge_each, judge_full, FailKind, Verdict};
-pub use libtest::{libtest_main, libtest_run};
+pub use libtest::{libtest_main, libtest_run, TrialLabels};
 pub use plan::{plan_suite, trial_name, Plan};
 pub use scoreboard::{scoreboard, Cell, CellState, Row, Scoreboard};
 pub use suite::{
