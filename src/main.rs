@@ -251,7 +251,25 @@ enum Command {
     },
 }
 
+/// Whether a panic is Rust's print macros meeting a closed stdout (`uopkit compile x | head`):
+/// not a crash, the reader just stopped reading. (SIGPIPE stays ignored, as Rust sets it: the
+/// harness writes to worker processes that may die, and must not die with them.)
+fn is_closed_stdout(payload: &(dyn std::any::Any + Send)) -> bool {
+    let msg = payload
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| payload.downcast_ref::<&str>().copied())
+        .unwrap_or("");
+    msg.starts_with("failed printing to stdout") && msg.contains("Broken pipe")
+}
+
 fn main() -> ExitCode {
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if !is_closed_stdout(info.payload()) {
+            default_hook(info)
+        }
+    }));
     // The compiler's passes recurse along the graph: run on a thread with room for deep
     // graphs rather than overflow the main thread's stack.
     let worker = std::thread::Builder::new()
@@ -259,6 +277,8 @@ fn main() -> ExitCode {
         .spawn(real_main);
     match worker.map(|h| h.join()) {
         Ok(Ok(code)) => code,
+        // What a shell reports for a writer whose reader went away (128 + SIGPIPE).
+        Ok(Err(p)) if is_closed_stdout(p.as_ref()) => ExitCode::from(141),
         Ok(Err(_)) => {
             eprintln!("error: uopkit crashed (a bug: please report it with the input)");
             ExitCode::from(101)
@@ -728,9 +748,20 @@ fn compile(file: &Path, lang: Option<LangArg>, target: TargetArg) -> ExitCode {
     let sched =
         match uopkit_compiler::pipeline::schedule_opts(&loaded.graph, &verified, &roots, &opts) {
             Ok(s) => s,
-            Err(e) => return bad_input(format!("{}: {e}", file.display())),
+            Err(e) => {
+                return bad_input(format!(
+                    "{}: cannot schedule node {}: {}",
+                    file.display(),
+                    loaded.file_id_of(e.node),
+                    e.reason
+                ))
+            }
         };
-    print!("{sched}");
+    // Graph nodes by their case-file ids, as every message names them.
+    print!(
+        "{}",
+        sched.listing(&|n| format!("node {}", loaded.file_id_of(n)))
+    );
     let programs: Vec<_> = sched.programs();
     for p in &programs {
         print!("{p}");

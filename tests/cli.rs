@@ -389,3 +389,29 @@ fn compile_prints_cuda_for_the_gpu_target() {
     let (code, text) = uopkit(&["compile", case, "--lang", "fortran"]);
     assert_eq!(code, 2, "{text}");
 }
+
+/// `uopkit compile x | head` is not a crash: a reader that stops reading ends the run quietly
+/// with the shell's status for it (141), never "uopkit crashed" or a panic message.
+#[test]
+fn a_closed_stdout_is_not_a_crash() {
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_uopkit"))
+        .args([
+            "compile",
+            "corpus/reduce/add_float32_declared_split.json",
+            "--c",
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("uopkit starts");
+    drop(child.stdout.take());
+    let out = child.wait_with_output().expect("uopkit ends");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(141), "stderr: {stderr}");
+    assert!(
+        !stderr.contains("crashed") && !stderr.contains("panicked"),
+        "{stderr}"
+    );
+}
