@@ -415,3 +415,23 @@ fn a_closed_stdout_is_not_a_crash() {
         "{stderr}"
     );
 }
+
+/// `uopkit compile` names graph nodes in its schedule listing by the case file's ids.
+#[test]
+fn compile_lists_graph_buffers_by_case_file_id() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let case = case_file(
+        &dir,
+        "renumbered.json",
+        r#"{"format": "uopkit-case/1", "description": "x + x, ids from 40; hand-derived",
+            "graph": [
+              {"id": 40, "op": "BUFFER", "dtype": "int32", "arg": {"device": "CPU:0", "size": 2, "slot": 0}},
+              {"id": 41, "op": "ADD", "dtype": "int32", "src": [40, 40]}],
+            "inputs": {"40": {"data": [1, 2]}},
+            "outputs": [{"name": "y", "node": 41, "shape": [2], "expect": [2, 4]}]}"#,
+    );
+    let (code, text) = uopkit(&["compile", case.to_str().expect("utf-8 path")]);
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains("(graph node 40, storage"), "{text}");
+    assert!(!text.contains("graph %"), "{text}");
+}
