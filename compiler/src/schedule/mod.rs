@@ -9,6 +9,7 @@
 //! - [`order`]: orders steps by read-after-write and write-after-read dependencies.
 //! - [`memory`]: lets intermediate buffers whose lifetimes do not overlap share storage.
 //! - [`allreduce`]: lowers ALLREDUCE to COPY steps and kernels (naive or ring).
+//! - [`placement`]: the check that every kernel touches only buffers of its own device.
 //!
 //! A multi-device value is one buffer per device of its tuple (a multi-device BUFFER node
 //! is one [`BufferKind::GraphComponent`] per device); kernels on it run once per device.
@@ -16,6 +17,7 @@
 pub mod allreduce;
 pub mod memory;
 pub mod order;
+pub mod placement;
 pub mod realize;
 pub mod versions;
 

@@ -231,6 +231,25 @@ pub fn schedule_with(job: &Job, opts: &ScheduleOpts) -> Result<Schedule, Backend
         opts,
     )
     .map_err(|e| BackendError::Refused(format!("node {}: {}", job.file_id_of(e.node), e.reason)))
+    .and_then(check_placement)
+}
+
+/// Fails a schedule in which a kernel reads or writes a buffer of another device: data may
+/// move between devices only through COPY steps. CPU devices share memory, so such a
+/// schedule can still produce the right values; this check is what makes the mistake visible.
+fn check_placement(s: Schedule) -> Result<Schedule, BackendError> {
+    let bad = uopkit_compiler::schedule::placement::misplaced(&s);
+    match bad.first() {
+        None => Ok(s),
+        Some(first) => Err(BackendError::Failed(format!(
+            "placement: {first}{}",
+            if bad.len() > 1 {
+                format!(" (and {} more misplaced arguments)", bad.len() - 1)
+            } else {
+                String::new()
+            }
+        ))),
+    }
 }
 
 /// [`schedule_facts`] with the arena → case-file id map `file_id`.
