@@ -245,16 +245,23 @@ fn check_outputs(case: &Case, loaded: &Loaded, ver: &Verified) -> Result<(), Cas
         // An empty `expect` gives no values (generated cases are judged against the oracle).
         let no_values = o.expect.as_array().is_some_and(|a| a.is_empty());
         if case.expect_error.is_none() && !no_values {
-            let multi = match (&info.device, loaded.graph.node(id).op) {
-                (_, Op::UNSHARD) => None,
-                (Some(DeviceSpec::Multi(ds)), _) => Some(ds.len()),
-                _ => None,
-            };
+            let multi = multi_components(info.device.as_ref(), loaded.graph.node(id).op);
             crate::compare::expected_bits(o, info.dtype, multi)
                 .map_err(|e| CaseError::new(Some(o.node), format!("output '{}': {e}", o.name)))?;
         }
     }
     Ok(())
+}
+
+/// How many per-device components an output's value has: `Some(n)` for a value on a tuple of
+/// n devices, `None` for a single value. An UNSHARD lives on the tuple but its value is the
+/// one logical (concatenated) tensor.
+pub fn multi_components(device: Option<&DeviceSpec>, op: Op) -> Option<usize> {
+    match (device, op) {
+        (_, Op::UNSHARD) => None,
+        (Some(DeviceSpec::Multi(ds)), _) => Some(ds.len()),
+        _ => None,
+    }
 }
 
 /// Why a case could not be loaded: the file itself is wrong, or the verifier rejected the

@@ -89,10 +89,8 @@ pub fn graph_request(
                 node: req_id[n],
                 dtype: info.dtype.name().to_string(),
                 shape: info.shape.clone(),
-                devices: match &info.device {
-                    Some(d) if d.is_multi() => d.devices().len(),
-                    _ => 1,
-                },
+                devices: crate::load::multi_components(info.device.as_ref(), g.node(*n).op)
+                    .unwrap_or(1),
             }
         })
         .collect();

@@ -1,0 +1,322 @@
+"""corpus/compiler: what breaks a compiler but keeps most corpus cases passing, found by mutation
+testing of uopkit's own compiler (issue 18): index arithmetic whose simplification involves
+comparisons, WHERE, MAX, casts and negative values; index arithmetic that is entirely constant
+(single-element windows, scalar outputs through reshapes of multi-dimensional views); STOREs into
+moved views of a whole buffer, in place and across devices; op x dtype pairs a renderer is rarely
+asked to print (integer TRUNC, POW on narrow floats, an UNSHARD read directly as an output).
+
+Expected values: tensor.T (index by index) and numerics.alu (exact, one rounding), as everywhere in
+corpus/gen; never the oracle.
+"""
+
+from fractions import Fraction as Q
+
+import numerics as N
+from builder import G, devs
+from tensor import T, concat
+
+GRP = "compiler"
+
+
+def arange(g, dtype, n, start=0, step=1, device="CPU:0"):
+    """A BUFFER holding start, start+step, ... and its tensor.T value."""
+    if N.is_float(dtype):
+        vals = [N.raw(dtype, Q(start) + i * Q(step)) for i in range(n)]
+    else:
+        vals = [N.wrap(dtype, start + i * step) for i in range(n)]
+    b = g.buffer(dtype, n, device=device, data=vals)
+    return b, T([n], vals, dtype)
+
+
+def out(g, name, node, t):
+    g.output(name, node, t.shape, t.data)
+
+
+def gen(C):
+    gen_index(C)
+    gen_constant_index(C)
+    gen_view_stores(C)
+    gen_op_dtype(C)
+    gen_fusion(C)
+
+
+# -- index arithmetic: masks, comparisons, negative offsets --------------------------------------------
+def gen_index(C):
+    g = G("PAD [2,3] at (1,1) into [4,5], RESHAPE [20], SHRINK (3, 12): the merged axis makes the padding mask a "
+          "divmod of the flat index (valid iff 1 <= i//5 <= 2 and 1 <= i%5 <= 3); int32 arange 1..6", [GRP, "movement", "pad"])
+    b, t = arange(g, "int32", 6, start=1)
+    v = g.shrink(g.reshape(g.pad(g.reshape(b, [2, 3]), [1, 1], [4, 5]), [20]), [3], [12])
+    out(g, "window", v, t.reshape([2, 3]).pad([1, 1], [4, 5], 0).reshape([20]).shrink([3], [12]))
+    C.add(GRP, "pad_reshape_merge_mask", g)
+
+    g = G("PAD [5] at offset 3 into 11, SHRINK (2, 7): the window starts and ends inside the padding "
+          "(two comparisons of the index against constants, neither always true); int32 arange -7..-3", [GRP, "movement", "pad", "negative"])
+    b, t = arange(g, "int32", 5, start=-7)
+    v = g.shrink(g.pad(b, [3], [11]), [2], [7])
+    out(g, "window", v, t.pad([3], [11], 0).shrink([2], [7]))
+    C.add(GRP, "pad_window_both_ends", g)
+
+    g = G("PAD [3] at 0 into 8, SHRINK (4, 3): the window lies entirely in the padding, so every element reads 0 "
+          "(the mask is constant false; a compiler must not load from the buffer); float32 data -1, -2, -3", [GRP, "movement", "pad"])
+    b, t = arange(g, "float32", 3, start=-1, step=-1)
+    v = g.shrink(g.pad(b, [0], [8]), [4], [3])
+    out(g, "zeros", v, t.pad([0], [8], N.raw("float32", 0)).shrink([4], [3]))
+    C.add(GRP, "shrink_entirely_in_padding", g)
+
+    g = G("PAD [4] at 2 into 8, then SHRINK (2, 4): exactly the original window, the mask is constant true; "
+          "then PAD of a PAD ([3] at 1 into 5, at 2 into 9); int32 arange 10, 20, ..", [GRP, "movement", "pad"])
+    b, t = arange(g, "int32", 4, start=10, step=10)
+    out(g, "same", g.shrink(g.pad(b, [2], [8]), [2], [4]), t.pad([2], [8], 0).shrink([2], [4]))
+    s3 = g.shrink(b, [0], [3])
+    out(g, "padpad", g.pad(g.pad(s3, [1], [5]), [2], [9]), t.shrink([0], [3]).pad([1], [5], 0).pad([2], [9], 0))
+    C.add(GRP, "pad_identity_and_nested", g)
+
+    g = G("[2,3,4] FLIP axes 0 and 2, PAD offsets [1,0,2] into [4,3,7], PERMUTE [2,0,1]: reversed indices "
+          "(d-1-i) inside the padding mask after a permutation; int32 arange -12..11", [GRP, "movement", "pad", "flip", "negative"])
+    b, t = arange(g, "int32", 24, start=-12)
+    v = g.permute(g.pad(g.flip(g.reshape(b, [2, 3, 4]), [True, False, True]), [1, 0, 2], [4, 3, 7]), [2, 0, 1])
+    out(g, "fpp", v, t.reshape([2, 3, 4]).flip([True, False, True]).pad([1, 0, 2], [4, 3, 7], 0).permute([2, 0, 1]))
+    C.add(GRP, "flip_pad_permute_3d", g)
+
+    # values through the mask: comparisons, WHERE, MAX and casts of padded negative data
+    g = G("int32 x = arange -4..3 padded at 2 into 12 (padding reads 0): CMPLT(x, 0), CMPNE(x, 0), "
+          "WHERE(x<0, -x, x) (abs), MAX(x, -2), CAST to float32 and to int8, x*(-3)+1; values in Python",
+          [GRP, "pad", "cmp", "where", "max", "cast", "negative"])
+    b, t = arange(g, "int32", 8, start=-4)
+    p = g.pad(b, [2], [12])
+    tp = t.pad([2], [12], 0)
+    zero = g.const("int32", 0)
+    lt = g.op("CMPLT", "bool", p, zero)
+    out(g, "lt0", lt, tp.map(lambda x: x < 0, "bool"))
+    out(g, "ne0", g.op("CMPNE", "bool", p, zero), tp.map(lambda x: x != 0, "bool"))
+    out(g, "abs", g.op("WHERE", "int32", lt, g.op("NEG", "int32", p), p), tp.map(abs))
+    out(g, "max_m2", g.op("MAX", "int32", p, g.const("int32", -2)), tp.map(lambda x: max(x, -2)))
+    out(g, "as_f32", g.cast(p, "float32"), tp.map(lambda x: N.raw("float32", x), "float32"))
+    out(g, "as_i8", g.cast(p, "int8"), tp.map(lambda x: N.wrap("int8", x), "int8"))
+    out(g, "affine", g.op("ADD", "int32", g.op("MUL", "int32", p, g.const("int32", -3)), g.const("int32", 1)),
+        tp.map(lambda x: N.wrap("int32", x * -3 + 1)))
+    C.add(GRP, "padded_negative_values_cmp_where_max_cast", g)
+
+    g = G("float32 [3,4] of arange -6..5 (step 1): SHRINK [1,1],[2,3], FLIP axis 1, then MAX with 0 (relu) and "
+          "CMPLT against -1.5 selecting between the value and 100 by WHERE; exact small integers", [GRP, "where", "max", "cmp", "negative"])
+    b, t = arange(g, "float32", 12, start=-6)
+    w = g.flip(g.shrink(g.reshape(b, [3, 4]), [1, 1], [2, 3]), [False, True])
+    tw = t.reshape([3, 4]).shrink([1, 1], [2, 3]).flip([False, True])
+    fz = N.raw("float32", 0)
+    out(g, "relu", g.op("MAX", "float32", w, g.const("float32", fz)),
+        tw.map(lambda x: N.alu("MAX", "float32", x, fz)))
+    m = N.raw("float32", Q(-3, 2))
+    hundred = N.raw("float32", 100)
+    c = g.op("CMPLT", "bool", w, g.const("float32", m))
+    out(g, "sel", g.op("WHERE", "float32", c, w, g.const("float32", hundred)),
+        tw.map(lambda x: x if N.alu("CMPLT", "float32", x, m) else hundred))
+    C.add(GRP, "window_flip_relu_select", g)
+
+    g = G("REDUCE ADD over axis 0 of PAD([3,2] int32 arange -3..2, offsets [2,1], sizes [6,4]) after PERMUTE: "
+          "padded rows add 0; the reduce loop's index goes through the padding mask; values in Python",
+          [GRP, "reduce", "pad", "negative"])
+    b, t = arange(g, "int32", 6, start=-3)
+    p = g.pad(g.reshape(b, [3, 2]), [2, 1], [6, 4])
+    tp = t.reshape([3, 2]).pad([2, 1], [6, 4], 0)
+    out(g, "colsum", g.reduce(p, "ADD", 1), tp.reduce("ADD", 1))
+    out(g, "rowsum", g.reduce(g.permute(p, [1, 0]), "ADD", 1), tp.permute([1, 0]).reduce("ADD", 1))
+    C.add(GRP, "reduce_over_padding", g)
+
+
+# -- constant index arithmetic ---------------------------------------------------------------------
+def gen_constant_index(C):
+    g = G("[4,5] int32 arange SHRINK offsets [2,3] sizes [1,1] (a single-element window: every index is a "
+          "constant) then RESHAPE [] (a scalar output): element 2*5+3 = 13 of arange 0..19", [GRP, "movement", "scalar"])
+    b, t = arange(g, "int32", 20)
+    out(g, "one", g.reshape(g.shrink(g.reshape(b, [4, 5]), [2, 3], [1, 1]), []), T([], [13], "int32"))
+    C.add(GRP, "single_element_window_scalar", g)
+
+    g = G("[2,3,4] float32 arange 0.5 step 0.25: SHRINK [1,2,3],[1,1,1], RESHAPE [1], EXPAND [3] -> [3,1]; and a "
+          "PERMUTE [1,0] + FLIP axis 0 of [3,4] (int32) shrunk to [1,1] at (1,2) then RESHAPE []; constants only",
+          [GRP, "movement", "scalar"])
+    b, t = arange(g, "float32", 24, start=Q(1, 2), step=Q(1, 4))
+    one = g.reshape(g.shrink(g.reshape(b, [2, 3, 4]), [1, 2, 3], [1, 1, 1]), [1])
+    t1 = t.reshape([2, 3, 4]).shrink([1, 2, 3], [1, 1, 1]).reshape([1])
+    out(g, "bcast", g.expand(one, [3]), t1.expand([3]))
+    bi, ti = arange(g, "int32", 12, start=100)
+    pf = g.flip(g.permute(g.reshape(bi, [3, 4]), [1, 0]), [True, False])
+    tpf = ti.reshape([3, 4]).permute([1, 0]).flip([True, False])
+    out(g, "pf_scalar", g.reshape(g.shrink(pf, [1, 2], [1, 1]), []), tpf.shrink([1, 2], [1, 1]).reshape([]))
+    C.add(GRP, "scalar_through_multi_dim_views", g)
+
+    g = G("REDUCE ADD of a [1,1] window (offset [2,0]) of [3,3] int32 data, and REDUCE MAX over axis 0 of a [1,4] "
+          "window: reductions of one element, whose loops have constant bounds 0..1; values in Python",
+          [GRP, "reduce", "scalar"])
+    b, t = arange(g, "int32", 9, start=-4, step=3)
+    w = g.shrink(g.reshape(b, [3, 3]), [2, 0], [1, 1])
+    out(g, "sum1", g.reduce(w, "ADD", 2), t.reshape([3, 3]).shrink([2, 0], [1, 1]).reduce("ADD", 2))
+    b2, t2 = arange(g, "int32", 8, start=7, step=-2)
+    w2 = g.shrink(g.reshape(b2, [2, 4]), [1, 0], [1, 4])
+    out(g, "max_row", g.reduce(w2, "MAX", 1), t2.reshape([2, 4]).shrink([1, 0], [1, 4]).reduce("MAX", 1))
+    C.add(GRP, "reduce_of_one_element", g)
+
+    g = G("size-1 axes everywhere: [6] RESHAPE [1,6,1], PERMUTE [2,1,0], SHRINK [0,2,0],[1,3,1], FLIP all, "
+          "RESHAPE [3], ADD 1; uint8 data 250..255 wraps on the add", [GRP, "movement", "wrap"])
+    b, t = arange(g, "uint8", 6, start=250)
+    v = g.reshape(g.flip(g.shrink(g.permute(g.reshape(b, [1, 6, 1]), [2, 1, 0]), [0, 2, 0], [1, 3, 1]), [True, True, True]), [3])
+    tv = t.reshape([1, 6, 1]).permute([2, 1, 0]).shrink([0, 2, 0], [1, 3, 1]).flip([True, True, True]).reshape([3])
+    out(g, "plus1", g.op("ADD", "uint8", v, g.const("uint8", 1)), tv.map(lambda x: N.wrap("uint8", x + 1)))
+    C.add(GRP, "unit_axes_chain", g)
+
+
+# -- stores into moved views of a whole buffer ----------------------------------------------------------
+def gen_view_stores(C):
+    g = G("STORE into PERMUTE [1,0] of RESHAPE [2,3] of a whole 6-element int32 buffer (zeros) of the value "
+          "arange(6) viewed [3,2]: view[i][j] is dst[j*3+i], so dst = [0,2,4,1,3,5]; hand-derived",
+          [GRP, "store", "view"])
+    d = g.buffer("int32", 6, data=[0] * 6)
+    src, ts = arange(g, "int32", 6)
+    view = g.permute(g.reshape(d, [2, 3]), [1, 0])
+    st = g.store(view, g.reshape(src, [3, 2]))
+    # view[i][j] = d[j*3 + i] := src[i*2 + j]
+    exp = [0] * 6
+    for i in range(3):
+        for j in range(2):
+            exp[j * 3 + i] = ts.data[i * 2 + j]
+    out(g, "dst", g.after(d, st), T([6], exp, "int32"))
+    g.sched(writes=[d])
+    C.add(GRP, "store_into_transposed_whole_buffer", g)
+
+    for dst, srcd in (("CPU:1", "CPU:0"), ("CPU:0", "CPU:1")):
+        sfx = f"{srcd.replace(':', '')}_to_{dst.replace(':', '')}"
+        g = G(f"STORE into FLIP of a whole float32 buffer on {dst} of a realized buffer on {srcd}: a cross-device "
+              "store into a moved view (one COPY onto the target's device, then a kernel there writes the reversed "
+              "order into the target, which keeps its identity); dst = [4,3,2,1]; hand-derived",
+              [GRP, "store", "view", "cross_device"])
+        d = g.buffer("float32", 4, device=dst, data=[N.raw("float32", 0)] * 4)
+        s = g.buffer("float32", 4, device=srcd, data=[N.raw("float32", v) for v in (1, 2, 3, 4)])
+        st = g.store(g.flip(d, [True]), s)
+        out(g, "dst", g.after(d, st), T([4], [N.raw("float32", v) for v in (4, 3, 2, 1)], "float32"))
+        g.sched(copies=1, writes=[d], copy_pairs=[[dst, srcd]])
+        C.add(GRP, f"store_into_flipped_view_cross_device_{sfx}", g)
+
+    g = G("in place through moved views of the whole buffer: x (int32, 1..6) gets STORE(RESHAPE [3,2] of x, "
+          "RESHAPE [3,2] of x*10), then STORE(FLIP of that result, the result + 1), whose value reads every element "
+          "before any is written (x[k] = first[5-k] + 1); both versions are outputs; hand-derived",
+          [GRP, "store", "view", "inplace"])
+    x = g.buffer("int32", 6, data=[1, 2, 3, 4, 5, 6])
+    a1 = g.after(x, g.store(g.reshape(x, [3, 2]), g.reshape(g.op("MUL", "int32", x, g.const("int32", 10)), [3, 2])))
+    a2 = g.after(x, g.store(g.flip(a1, [True]), g.op("ADD", "int32", a1, g.const("int32", 1))))
+    v1 = [10, 20, 30, 40, 50, 60]
+    # FLIP(x)[i] = x[5-i] := v1[i] + 1  ->  x[k] = v1[5-k] + 1
+    v2 = [v1[5 - k] + 1 for k in range(6)]
+    out(g, "first", a1, T([6], v1, "int32"))
+    out(g, "second", a2, T([6], v2, "int32"))
+    g.sched(writes=[x])
+    C.add(GRP, "store_inplace_through_whole_views", g)
+
+    g = G("STORE into SHRINK (1,2),(2,2) of RESHAPE [4,4] of a 16-element int16 buffer on CPU:1 of a value computed "
+          "on CPU:0 (arange 1..4 viewed [2,2], times -1): the source is computed on its own device, copied, and "
+          "stored into the window; every other element keeps 7; hand-derived", [GRP, "store", "view", "cross_device"])
+    d = g.buffer("int16", 16, device="CPU:1", data=[7] * 16)
+    s, ts = arange(g, "int16", 4, start=1)
+    val = g.op("MUL", "int16", g.reshape(s, [2, 2]), g.const("int16", -1))
+    st = g.store(g.shrink(g.reshape(d, [4, 4]), [1, 2], [2, 2]), val)
+    exp = [7] * 16
+    for i in range(2):
+        for j in range(2):
+            exp[(1 + i) * 4 + 2 + j] = -(i * 2 + j + 1)
+    out(g, "dst", g.after(d, st), T([16], exp, "int16"))
+    g.sched(copies=1, writes=[d], copy_pairs=[["CPU:1", "CPU:0"]])
+    C.add(GRP, "store_computed_into_2d_window_cross_device", g)
+
+
+# -- op x dtype pairs --------------------------------------------------------------------------------
+def gen_op_dtype(C):
+    for dt, vals in (("int32", [-2147483648, -7, -1, 0, 1, 2147483647]), ("int8", [-128, -3, 0, 5, 127]),
+                     ("uint8", [0, 1, 200, 255]), ("int64", [-(2 ** 63), -1, 0, 2 ** 63 - 1]), ("uint32", [0, 7, 2 ** 32 - 1])):
+        g = G(f"TRUNC on {dt} is the identity (integers have no fractional part; docs/semantics.md), also on the "
+              "extremes; and TRUNC(x) + 1 wraps; hand-derived", [GRP, "alu", "trunc", dt])
+        b = g.buffer(dt, len(vals), data=vals)
+        tr = g.op("TRUNC", dt, b)
+        out(g, "trunc", tr, T([len(vals)], vals, dt))
+        out(g, "trunc_plus1", g.op("ADD", dt, tr, g.const(dt, 1)), T([len(vals)], [N.wrap(dt, v + 1) for v in vals], dt))
+        C.add(GRP, f"trunc_{dt}", g)
+
+    g = G("TRUNC on bool is the identity; hand-derived", [GRP, "alu", "trunc", "bool"])
+    b = g.buffer("bool", 2, data=[False, True])
+    out(g, "trunc", g.op("TRUNC", "bool", b), T([2], [False, True], "bool"))
+    C.add(GRP, "trunc_bool", g)
+
+    # POW on narrow floats: only inputs whose exact result is representable (or exactly rounded in Python)
+    for dt in ("float16", "bfloat16"):
+        pairs = [(2, 3), (Q(1, 2), 4), (3, 2), (-2, 3), (-2, 2), (4, Q(1, 2)), (16, Q(-1, 2)), (1, 100), (7, 0), (0, 3)]
+        xs = [N.raw(dt, a) for a, _ in pairs]
+        ys = [N.raw(dt, b_) for _, b_ in pairs]
+        g = G(f"POW on {dt}: integer and half-integer powers whose exact result is representable in {dt} "
+              "(2^3, 0.5^4, 3^2, (-2)^3, (-2)^2, 4^0.5, 16^-0.5, 1^100, 7^0, 0^3); numerics.alu (exact, one rounding)",
+              [GRP, "alu", "pow", dt])
+        bx = g.buffer(dt, len(xs), data=xs)
+        by = g.buffer(dt, len(ys), data=ys)
+        out(g, "pow", g.op("POW", dt, bx, by), T([len(xs)], [N.alu("POW", dt, x, y) for x, y in zip(xs, ys)], dt))
+        C.add(GRP, f"pow_{dt}", g)
+
+    g = G("UNSHARD (axis 0) of an int32 buffer sharded over CPU:0..2 read directly as an output (no COPY): the "
+          "logical value is the concatenation of the components in device order; and UNSHARD axis 1 of the "
+          "components viewed [2,2]; hand-derived", [GRP, "multi", "unshard"])
+    ds = devs(3)
+    comps = [[d * 100 + k for k in range(4)] for d in range(3)]
+    x = g.buffer("int32", 4, device=ds, data=comps)
+    out(g, "cat0", g.op("UNSHARD", "int32", x, arg=[0]), T([12], sum(comps, []), "int32"))
+    parts = [T([2, 2], c, "int32") for c in comps]
+    out(g, "cat1", g.op("UNSHARD", "int32", g.reshape(x, [2, 2]), arg=[1]), concat(parts, 1))
+    C.add(GRP, "unshard_as_output_3dev", g)
+
+
+# -- fusion: kernel counts tinygrad 0.14's scheduler also chooses (GlobalCounters.kernel_count) -------------
+def gen_fusion(C):
+    def f32(vals):
+        return [N.raw("float32", v) for v in vals]
+
+    def mul(a, b):
+        return N.alu("MUL", "float32", a, b)
+
+    def add(a, b):
+        return N.alu("ADD", "float32", a, b)
+
+    two, one = N.raw("float32", 2), N.raw("float32", 1)
+
+    g = G("an elementwise chain (x*2+1)*x is one kernel (nothing in it needs a buffer; tinygrad 0.14 also "
+          "launches 1); float32 x = 0..5, exact", [GRP, "schedule", "fusion"])
+    x, t = arange(g, "float32", 6)
+    v = g.op("MUL", "float32", g.op("ADD", "float32", g.op("MUL", "float32", x, g.const("float32", two)),
+                                     g.const("float32", one)), x)
+    out(g, "chain", v, t.map(lambda e: mul(add(mul(e, two), one), e)))
+    g.sched(kernels=1, copies=0)
+    C.add(GRP, "fusion_elementwise_chain", g)
+
+    g = G("a reduction followed by elementwise work on its result (sum over axis 0 of [2,3], times 2) is one kernel "
+          "(tinygrad 0.14: 1); and PAD then FLIP then +1 is one kernel (tinygrad: 1); float32, exact",
+          [GRP, "schedule", "fusion", "reduce"])
+    x, t = arange(g, "float32", 6)
+    r = g.reduce(g.reshape(x, [2, 3]), "ADD", 1)
+    out(g, "sum2", g.op("MUL", "float32", r, g.const("float32", two)),
+        t.reshape([2, 3]).reduce("ADD", 1).map(lambda e: mul(e, two)))
+    g.sched(kernels=1, copies=0)
+    C.add(GRP, "fusion_reduce_epilogue", g)
+
+    g = G("PAD [6] by (2, 9) then FLIP then +1 is one kernel (movement is index arithmetic; tinygrad 0.14: 1); "
+          "int32 0..5", [GRP, "schedule", "fusion", "pad"])
+    x, t = arange(g, "int32", 6)
+    v = g.op("ADD", "int32", g.flip(g.pad(x, [2], [9]), [True]), g.const("int32", 1))
+    out(g, "pf1", v, t.pad([2], [9], 0).flip([True]).map(lambda e: e + 1))
+    g.sched(kernels=1, copies=0)
+    C.add(GRP, "fusion_movement_then_alu", g)
+
+    g = G("two outputs of different values of the same inputs (a+b and a*b) are two kernels, one per output "
+          "buffer (tinygrad 0.14: 2); and MAX and ADD reductions of one [2,3] tensor as two outputs: 2 more; int32",
+          [GRP, "schedule", "fusion", "reduce"])
+    a, ta = arange(g, "int32", 6, start=-2)
+    b, tb = arange(g, "int32", 6, start=5, step=-3)
+    out(g, "sum", g.op("ADD", "int32", a, b), T([6], [x + y for x, y in zip(ta.data, tb.data)], "int32"))
+    out(g, "prod", g.op("MUL", "int32", a, b), T([6], [x * y for x, y in zip(ta.data, tb.data)], "int32"))
+    m = g.reshape(a, [2, 3])
+    out(g, "max0", g.reduce(m, "MAX", 1), ta.reshape([2, 3]).reduce("MAX", 1))
+    out(g, "add0", g.reduce(m, "ADD", 1), ta.reshape([2, 3]).reduce("ADD", 1))
+    g.sched(kernels=4, copies=0)
+    C.add(GRP, "fusion_separate_outputs", g)
