@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Mutation score of the conformance corpus against uopkit's compiler (issue 18).
+#
+#   scripts/mutants.sh [PART] [--shard K/N] [--jobs J] [--list] [-- extra cargo-mutants args]
+#
+# PART: a file or folder under compiler/src (default: all of compiler/src), e.g.
+#   scripts/mutants.sh compiler/src/lower/index.rs
+#   scripts/mutants.sh compiler/src/schedule --shard 0/4
+#
+# Every mutant cargo-mutants makes in PART is built and judged by the conformance trials only
+# (`cargo test --test conformance` of the root package: the corpus on every backend this machine
+# has), never by the unit tests, because the question is whether a backend author's corpus would
+# notice the bug. Mutants listed in mutants/equivalent.txt (a regex per line, each with a reason)
+# cannot change behaviour and are excluded; so are those in mutants/out_of_scope.txt (behaviour
+# the trials cannot see here, each with the tests that cover it) unless --all is given. At the
+# end it prints the score per file: caught / (caught + missed), timeouts counted as caught (the
+# run would hang), unviable mutants (they do not compile) not counted.
+#
+# Needs cargo-mutants (`cargo install cargo-mutants --version 27.1.0 --locked`). Cost on a 2-core
+# machine: one mutant is an incremental rebuild of the compiler and its dependents plus one
+# conformance run, minutes each, and compiler/src has about 1500 mutants in scope
+# (`scripts/mutants.sh --list | wc -l`), so a whole run is days on one machine: shard it
+# (`--shard K/N` runs the K-th of N disjoint slices, K from 0) over a CI matrix, and merge the
+# shards' mutants.out directories with `scripts/mutants_score.py DIR...`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+part="compiler/src"
+shard=""
+jobs=""
+list=""
+all=""
+extra=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --shard) shard="${2:?--shard needs K/N}"; shift 2 ;;
+    --shard=*) shard="${1#--shard=}"; shift ;;
+    --jobs|-j) jobs="${2:?--jobs needs a number}"; shift 2 ;;
+    --list) list=1; shift ;;
+    --all) all=1; shift ;;
+    --) shift; extra=("$@"); break ;;
+    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+    -*) echo "scripts/mutants.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
+    *) part="$1"; shift ;;
+  esac
+done
+case "$part" in
+  compiler/src|compiler/src/*) ;;
+  *) echo "scripts/mutants.sh: PART must be under compiler/src, got '$part'" >&2; exit 2 ;;
+esac
+if [ ! -e "$part" ]; then
+  echo "scripts/mutants.sh: $part does not exist" >&2; exit 2
+fi
+if ! cargo mutants --version >/dev/null 2>&1; then
+  echo "scripts/mutants.sh: cargo-mutants is not installed: cargo install cargo-mutants --version 27.1.0 --locked" >&2
+  exit 2
+fi
+
+args=(--package uopkit-compiler --test-package uopkit)
+if [ -d "$part" ]; then
+  args+=(--file "$part/**/*.rs")
+else
+  args+=(--file "$part")
+fi
+# Excluded mutants, "regex  # reason" per line (blank lines and lines starting with # ignored):
+# mutants/equivalent.txt (cannot change behaviour) always, mutants/out_of_scope.txt (behaviour the
+# trials cannot see: diagnostics, GPU run time, the cache's and FP guard's defences) unless --all.
+lists=(mutants/equivalent.txt)
+[ -z "$all" ] && lists+=(mutants/out_of_scope.txt)
+for list_file in "${lists[@]}"; do
+  while IFS= read -r line; do
+    case "$line" in \#*|"") continue ;; esac
+    re="${line%%  #*}"
+    [ -z "$re" ] && continue
+    args+=(--exclude-re "$re")
+  done < "$list_file"
+done
+[ -n "$shard" ] && args+=(--shard "$shard")
+[ -n "$jobs" ] && args+=(--jobs "$jobs")
+
+if [ -n "$list" ]; then
+  exec cargo mutants "${args[@]}" --list "${extra[@]}"
+fi
+
+# The conformance trials only; the fault-injection feature stays off (normal builds).
+start=$(date +%s)
+status=0
+cargo mutants "${args[@]}" "${extra[@]}" -- --test conformance || status=$?
+# cargo-mutants exits 2 when some mutants were missed, 3 on timeouts: the score is the answer.
+case "$status" in 0|2|3) ;; *) echo "scripts/mutants.sh: cargo mutants failed ($status)" >&2; exit "$status" ;; esac
+python3 scripts/mutants_score.py mutants.out
+echo "took $(( $(date +%s) - start )) s"

@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""Mutation score per file from one or more cargo-mutants output directories (shards merge).
+
+  python3 scripts/mutants_score.py mutants.out [more/mutants.out ...] [--markdown]
+
+Reads caught.txt, missed.txt, timeout.txt and unviable.txt (one mutant per line,
+`file:line:col: description`). Score = (caught + timeout) / (caught + timeout + missed): a timeout
+counts as caught (the conformance run would hang, which fails it); unviable mutants (they do not
+compile) are not counted. Mutants matched by mutants/out_of_scope.txt (regex  # reason, like
+mutants/equivalent.txt) are listed apart: they change behaviour that the conformance trials cannot
+see on a machine without a GPU, or only diagnostics, and are scored separately.
+Exit status 0; 2 on bad arguments or an unreadable directory.
+"""
+
+import os
+import re
+import sys
+
+KINDS = ("caught", "missed", "timeout", "unviable")
+
+
+def load_patterns(path):
+    pats = []
+    if not os.path.exists(path):
+        return pats
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if not line.strip() or line.lstrip().startswith("#"):
+                continue
+            pats.append(re.compile(line.split("  #", 1)[0].rstrip()))
+    return pats
+
+
+def read_outcomes(dirs):
+    seen = {}
+    for d in dirs:
+        if not os.path.isdir(d):
+            print(f"mutants_score: {d} is not a directory", file=sys.stderr)
+            sys.exit(2)
+        for kind in KINDS:
+            p = os.path.join(d, f"{kind}.txt")
+            if not os.path.exists(p):
+                continue
+            with open(p, encoding="utf-8") as f:
+                for line in f:
+                    line = line.strip()
+                    if line:
+                        seen[line] = kind
+    return seen
+
+
+def main(argv):
+    markdown = "--markdown" in argv
+    dirs = [a for a in argv if not a.startswith("--")]
+    if not dirs:
+        print(__doc__.strip(), file=sys.stderr)
+        return 2
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out_of_scope = load_patterns(os.path.join(root, "mutants", "out_of_scope.txt"))
+    outcomes = read_outcomes(dirs)
+    per_file = {}
+    oos = {k: 0 for k in KINDS}
+    for mutant, kind in outcomes.items():
+        name = mutant
+        if any(p.search(name) for p in out_of_scope):
+            oos[kind] += 1
+            continue
+        f = mutant.split(":", 1)[0]
+        per_file.setdefault(f, {k: 0 for k in KINDS})[kind] += 1
+    rows = []
+    tot = {k: 0 for k in KINDS}
+    for f in sorted(per_file):
+        c = per_file[f]
+        for k in KINDS:
+            tot[k] += c[k]
+        rows.append((f, c))
+    rows.append(("total", tot))
+    if markdown:
+        print("| file | caught | timeout | missed | unviable | score |")
+        print("|---|---|---|---|---|---|")
+    else:
+        print(f"{'file':<48} {'caught':>7} {'timeout':>7} {'missed':>7} {'unviable':>8} {'score':>7}")
+    for f, c in rows:
+        judged = c["caught"] + c["timeout"] + c["missed"]
+        score = f"{100.0 * (c['caught'] + c['timeout']) / judged:.1f}%" if judged else "-"
+        if markdown:
+            print(f"| `{f}` | {c['caught']} | {c['timeout']} | {c['missed']} | {c['unviable']} | {score} |")
+        else:
+            print(f"{f:<48} {c['caught']:>7} {c['timeout']:>7} {c['missed']:>7} {c['unviable']:>8} {score:>7}")
+    if sum(oos.values()):
+        print(f"out of scope (mutants/out_of_scope.txt): {oos['caught']} caught, {oos['timeout']} timeout, "
+              f"{oos['missed']} missed, {oos['unviable']} unviable")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
