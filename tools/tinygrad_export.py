@@ -317,10 +317,10 @@ class Converter:
                 raise Unsupported(op, "REDUCE with range sources (kernel level)")
             return self.add(op, self.dt(u), [self.conv(u.src[0])], tg_ops.uk_reduce_arg(u.arg))
         if u.op in (Ops.CAST, Ops.BITCAST):
-            s = u.src[0]
+            s, dt = u.src[0], self.dtw(u, want)
             if self.is_weak(s):  # CAST of a weak literal: commit the literal to the cast's dtype
-                return self.conv(s, self.dt(u))
-            return self.add(op, self.dt(u), [self.conv(s)])
+                return self.conv(s, dt)
+            return self.add(op, dt, [self.conv(s)])
         if u.op is Ops.MSELECT:
             return self.add(op, self.dt(u), [self.conv(u.src[0])], int(u.arg))
         if u.op is Ops.ALLREDUCE:
@@ -429,8 +429,7 @@ def _build_case(name, description, tags, build, device, dtypes, Tensor, Context,
         "tags": ["tinygrad-import"] + [t for t in tags if not t.startswith("tg:")],
         "graph": cv.nodes,
     }
-    if cv.inputs:
-        case["inputs"] = {str(k): cv.inputs[k] for k in sorted(cv.inputs)}
+    case["inputs"] = {str(k): cv.inputs[k] for k in sorted(cv.inputs)}  # fmt writes {} when empty
     case["outputs"] = outputs
     return case
 
