@@ -119,7 +119,9 @@ def cases():
     # promotion
     pairs = [("int8", "uint8"), ("int8", "int32"), ("uint8", "int16"), ("uint8", "float16"), ("int32", "float32"),
              ("float16", "float32"), ("bfloat16", "float16"), ("bfloat16", "float32"), ("uint32", "int32"),
-             ("int64", "float64"), ("bool", "int32"), ("bool", "float32"), ("uint16", "int8"), ("uint64", "int64")]
+             ("int64", "float64"), ("bool", "int32"), ("bool", "float32"), ("uint16", "int8")]
+    # uint64 + int64: tinygrad 0.14.0 promotes to a weak float it then cannot realize
+    # ("must be BUFFER Ops.ADD"), so there is nothing to import
     alld = {**FLOATS, **INTS, "bool": dtypes.bool}
     for x, y in pairs:
         xv = [1, 0, 1, 1] if x == "bool" else [1, 2, 3, 100]
