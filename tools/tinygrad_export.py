@@ -25,6 +25,9 @@ tinygrad's (the case's description must say which and why). A tag `tg:nan=any` w
 are the hardware's). Both are for documented oracle<->tinygrad differences only (see the README of
 corpus/imported/tinygrad/).
 
+The exporter's own check: `python tools/tests/test_tinygrad_export.py` (an unsupported op is reported by case
+and op while the other cases are written, literals and wrapping, byte-identical rerun, no temporary files left).
+
 A case that cannot be converted prints `SCRIPT: case NAME: node OP: reason`, is not written, and
 makes the exit status 1; the other cases are still exported. Output is deterministic.
 """
