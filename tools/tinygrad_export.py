@@ -25,9 +25,6 @@ tinygrad's (the case's description must say which and why). A tag `tg:nan=any` w
 are the hardware's). Both are for documented oracle<->tinygrad differences only (see the README of
 corpus/imported/tinygrad/).
 
-The exporter's own check: `python tools/tests/test_tinygrad_export.py` (an unsupported op is reported by case
-and op while the other cases are written, literals and wrapping, byte-identical rerun, no temporary files left).
-
 A case that cannot be converted prints `SCRIPT: case NAME: node OP: reason`, is not written, and
 makes the exit status 1; the other cases are still exported. Output is deterministic.
 """
@@ -92,7 +89,6 @@ def python_value_literal(dt, v):
         # a weak int literal committed to a narrower int wraps, as its C rendering does
         # (`x - y` on uint8 is built as x + y * -1, the -1 becomes 255)
         return numerics.wrap(dt, int(v))
-    f = numerics.FLOATS[dt]
     v = float(v)
     if v != v:
         bits = getattr(v, "bits", None)
@@ -104,7 +100,6 @@ def python_value_literal(dt, v):
     if v == 0:
         return "-0.0" if str(v).startswith("-") else "0.0"
     b = numerics.round_fraction(dt, Fraction(v))
-    del f
     return numerics.fmt_float(dt, b)
 
 
@@ -156,7 +151,7 @@ class Converter:
                 x = u.src[0]
                 while x.op in (Ops.RESHAPE,):
                     x = x.src[0]
-                if x.op is Ops.BUFFER and x.arg.device == "PYTHON" and not isinstance(u.arg, tuple):
+                if x.op is Ops.BUFFER and x.arg.device == "PYTHON":
                     prev = self.relocate.get(x)
                     if prev is not None and prev != u.arg:
                         raise Unsupported("COPY", f"one PYTHON staging buffer copied to {prev} and {u.arg}")
