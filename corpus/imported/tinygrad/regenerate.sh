@@ -1,10 +1,10 @@
 #!/bin/sh
 # Regenerate every tensor-graph group of corpus/imported/tinygrad/ from its script:
 #   corpus/imported/tinygrad/scripts/<group>.py -> corpus/imported/tinygrad/<group>/*.json
-# PYTHON: an interpreter with tinygrad==0.14.0 (default python3); DEVICE: default CPU. Run from anywhere.
+# TINYGRAD_PYTHON: an interpreter with tinygrad==0.14.0 (default python3; not $PYTHON: tinygrad reads PYTHON as a flag); DEVICE: default CPU.
 set -u
 ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
-PY=${PYTHON:-python3}
+PY=${TINYGRAD_PYTHON:-python3}
 T=$ROOT/corpus/imported/tinygrad
 rc=0
 for s in "$T"/scripts/*.py; do
