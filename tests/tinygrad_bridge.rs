@@ -189,7 +189,12 @@ fn without_tinygrad_trials_are_skipped_with_the_reason_or_fail_when_required() {
         ],
         &["UOPKIT_BACKENDS"],
     );
-    assert_eq!(out.code, 1, "a required tinygrad that is absent must fail:\n{}", out.all());
+    assert_eq!(
+        out.code,
+        1,
+        "a required tinygrad that is absent must fail:\n{}",
+        out.all()
+    );
 }
 
 #[test]
@@ -200,5 +205,9 @@ fn a_bad_device_name_is_a_clear_error() {
         &["UOPKIT_BACKENDS"],
     );
     assert_eq!(out.code, 2, "{}", out.all());
-    assert!(out.all().contains("a tinygrad device name is"), "{}", out.all());
+    assert!(
+        out.all().contains("a tinygrad device name is"),
+        "{}",
+        out.all()
+    );
 }
