@@ -351,6 +351,10 @@ fn real_main() -> ExitCode {
                 "{:<10} an external program speaking docs/backend-protocol.md",
                 "exec:CMD"
             );
+            println!(
+                "{:<10} tinygrad 0.14 on device DEV (PYTHON, CPU, CUDA, …) through bridges/tinygrad/bridge.py",
+                "tinygrad:DEV"
+            );
             ExitCode::SUCCESS
         }
         Command::Cache { clean } => cache(clean),

@@ -1,6 +1,7 @@
 //! The backends a harness knows, by name, and how each is opened: in this process (the
 //! oracle, the kernel interpreter, anything under `--in-process`) or in worker processes
-//! (compiled backends), and `exec:CMD` for an external program.
+//! (compiled backends), `exec:CMD` for an external program, and `tinygrad:DEV` for the tinygrad
+//! bridge (`bridges/tinygrad/bridge.py DEV`, an `exec:` backend with a known command line).
 //!
 //! A backend crate outside this workspace registers its own backend and runs the whole
 //! suite against it from its own `cargo test` (see `harness::libtest_main` and
@@ -149,7 +150,7 @@ impl Registry {
 
     fn unknown(&self, name: &str) -> String {
         format!(
-            "unknown backend '{name}' (known: {}, exec:CMD)",
+            "unknown backend '{name}' (known: {}, exec:CMD, tinygrad:DEV)",
             self.names().join(", ")
         )
     }
@@ -160,8 +161,23 @@ impl Registry {
         (e.factory)()
     }
 
-    /// Opens `spec` (`cpu`, `exec:CMD`, …) for a harness run.
+    /// Opens `spec` (`cpu`, `exec:CMD`, `tinygrad:DEV`, …) for a harness run.
     pub fn open(&self, spec: &str, opts: &OpenOpts) -> Result<Arc<dyn Backend>, String> {
+        if let Some(dev) = spec.strip_prefix("tinygrad:") {
+            let sp = tinygrad_spawn(dev)?;
+            let what = format!("{} {}", sp.program, sp.args.join(" "));
+            return match ProcessBackend::start(spec, sp, opts.limits.clone()) {
+                Ok(pb) => {
+                    let name = pb.hello().name.clone();
+                    Ok(Arc::new(pb.renamed(name)))
+                }
+                // No interpreter, or one that dies before its handshake: skipped with the reason.
+                Err(why) => Ok(Arc::new(Unavailable {
+                    name: spec.to_string(),
+                    reason: format!("the tinygrad bridge ({what}) did not start: {why}"),
+                })),
+            };
+        }
         if let Some(cmd) = spec.strip_prefix("exec:") {
             let sp = Spawn::from_command_line(cmd)?;
             let pb = ProcessBackend::start(spec, sp, opts.limits.clone())?;
@@ -197,6 +213,54 @@ impl Registry {
             Err(why) => Err(why),
         }
     }
+}
+
+/// Backend specs that name an external program, started while planning to learn its name
+/// from the handshake: `exec:CMD` and `tinygrad:DEV`.
+pub fn is_program_spec(spec: &str) -> bool {
+    spec.starts_with("exec:") || spec.starts_with("tinygrad:")
+}
+
+/// A backend name the registry can open without listing it (`tinygrad:DEV`): xfail entries
+/// may name one whether or not this run selects it.
+pub fn is_pattern_name(name: &str) -> bool {
+    name.strip_prefix("tinygrad:")
+        .is_some_and(|d| valid_tinygrad_device(d))
+}
+
+fn valid_tinygrad_device(dev: &str) -> bool {
+    !dev.is_empty()
+        && dev
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':')
+}
+
+/// The repository root (where `bridges/` and `.venv/` are).
+fn repo_root() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// How `tinygrad:DEV` is run: `PYTHON bridges/tinygrad/bridge.py DEV`, with PYTHON from
+/// `UOPKIT_TINYGRAD_PYTHON`, else `<repo>/.venv/bin/python` if it exists, else `python3`.
+pub fn tinygrad_spawn(dev: &str) -> Result<Spawn, String> {
+    if !valid_tinygrad_device(dev) {
+        return Err(format!(
+            "tinygrad:{dev}: a tinygrad device name is letters, digits, '_' and ':' (tinygrad:PYTHON, tinygrad:CPU, tinygrad:CUDA)"
+        ));
+    }
+    let root = repo_root();
+    let venv = root.join(".venv").join("bin").join("python");
+    let python = match std::env::var("UOPKIT_TINYGRAD_PYTHON") {
+        Ok(p) if !p.is_empty() => p,
+        _ if venv.is_file() => venv.to_string_lossy().into_owned(),
+        _ => "python3".to_string(),
+    };
+    let bridge = root.join("bridges").join("tinygrad").join("bridge.py");
+    Ok(Spawn {
+        program: python,
+        args: vec![bridge.to_string_lossy().into_owned(), dev.to_string()],
+        env: vec![],
+    })
 }
 
 /// A GPU backend whose worker could not start (a driver that crashes or hangs at

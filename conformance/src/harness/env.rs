@@ -100,6 +100,7 @@ pub fn split_backends(s: &str) -> Vec<String> {
 fn looks_like_spec(part: &str) -> bool {
     let p = part.trim();
     p.starts_with("exec:")
+        || p.starts_with("tinygrad:")
         || (!p.is_empty()
             && p.chars()
                 .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-'))

@@ -1,0 +1,358 @@
+#!/usr/bin/env python3
+"""tinygrad bridge: a graph-level external backend for uopkit (protocol `uopkit-backend/1`).
+
+    python bridges/tinygrad/bridge.py DEVICE        # PYTHON, CPU, CUDA, ... (tinygrad device names)
+    uopkit check --backend tinygrad:PYTHON          # what uopkit runs for you (conformance registry)
+
+Each case's canonical tensor graph is rebuilt node by node as tinygrad 0.14 UOps (`UOp(Ops.X, dtype, src,
+arg)`, the mapping in tg_ops.py), realized on DEVICE by tinygrad's own scheduler, and the outputs' raw bits
+are answered with the schedule facts tinygrad reports (kernel CALLs, COPY CALLs and their device pairs, which
+case BUFFERs a kernel or COPY wrote). uopkit device CPU:n becomes tinygrad DEVICE:n. What the bridge cannot
+express is answered `unsupported` with the reason (see README.md). Env:
+
+* UOPKIT_TINYGRAD_WRONG=swap-add-mul: deliberately wrong (ADD and MUL exchanged), to see the kit catch it.
+"""
+
+import json
+import os
+import sys
+import traceback
+from decimal import Decimal
+
+PROTOCOL = "uopkit-backend/1"
+DEV = sys.argv[1] if len(sys.argv) > 1 else "PYTHON"
+WRONG = os.environ.get("UOPKIT_TINYGRAD_WRONG", "")
+NAME = f"tinygrad:{DEV}"
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+try:
+    from tinygrad import Tensor  # noqa: E402
+    from tinygrad.device import Buffer, MultiBuffer  # noqa: E402
+    from tinygrad.engine.realize import run_linear  # noqa: E402
+    from tinygrad.uop.ops import UOp, Ops, buffers  # noqa: E402
+    import tinygrad  # noqa: E402
+    from tinygrad.helpers import Context  # noqa: E402
+    import tg_ops as T  # noqa: E402
+    IMPORT_ERROR = None
+except Exception as e:  # reported in the hello as `unavailable`
+    IMPORT_ERROR = f"tinygrad is not importable by {sys.executable}: {type(e).__name__}: {e}"
+
+
+class Unsupported(Exception):
+    """Outside what the bridge can express: answered `unsupported` (a skip with this reason)."""
+
+
+def log(*a):
+    print("tinygrad-bridge:", *a, file=sys.stderr, flush=True)
+
+
+def probe():
+    """None if DEV works (a one-element kernel runs), else the reason."""
+    if IMPORT_ERROR:
+        return IMPORT_ERROR
+    version = getattr(tinygrad, "__version__", None)
+    try:
+        from importlib.metadata import version as v
+        version = v("tinygrad")
+    except Exception:
+        pass
+    if version != "0.14.0":
+        return f"the bridge maps tinygrad 0.14.0's IR; {sys.executable} has tinygrad {version}"
+    try:
+        b = Buffer(DEV, 1, T.DTYPES["int32"], initial_value=(20).to_bytes(4, "little"))
+        u = UOp.from_buffer(b)
+        t = Tensor(UOp(Ops.ADD, u.dtype, (u, u)))
+        t.realize()
+        got = int.from_bytes(bytes(t.uop.buffer.as_memoryview()), "little")
+        if got != 40:
+            return f"device {DEV}: a probe kernel computed {got} for 20+20"
+    except Exception as e:
+        return f"device {DEV} does not run: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+    return None
+
+
+# ----------------------------------------------------------------------------------------------------------
+# graph -> UOps
+
+
+def lit_uop(node):
+    name = node["dtype"]
+    bits = T.literal_bits(node["arg"], name)
+    return UOp.const(T.python_value(bits, name), T.DTYPES[name])
+
+
+def broadcast(srcs):
+    """A `[]` CONST combined with a shaped value is expanded to its shape (EXPAND prepends dims)."""
+    shapes = [s.shape for s in srcs]
+    full = max(shapes, key=len)
+    return [s._mop(Ops.EXPAND, full) if s.shape == () and full != () else s for s in srcs]
+
+
+class Graph:
+    def __init__(self, req):
+        self.req = req
+        self.nodes = {n["id"]: n for n in req["graph"]}
+        self.inputs = {i["node"]: i for i in req.get("inputs", [])}
+        self.u = {}
+        self.bufs = {}  # node id -> Buffer / MultiBuffer (identity used to name writes)
+        self.multi = False
+
+    def build(self):
+        for nid in sorted(self.nodes):
+            self.u[nid] = self.node(self.nodes[nid])
+
+    def dt(self, node):
+        name = node.get("dtype")
+        if name == "void":
+            return None
+        if name not in T.DTYPES:
+            raise Unsupported(f"dtype {name} has no tinygrad dtype")
+        return T.DTYPES[name]
+
+    def buffer(self, nid, node):
+        arg, name = node["arg"], node["dtype"]
+        dt = T.DTYPES[name]
+        try:
+            dev = T.device(arg["device"], DEV)
+        except ValueError as e:
+            raise Unsupported(str(e))
+        size = int(arg["size"])
+        inp = self.inputs.get(nid)
+        comps = inp["components"] if inp else None
+        if isinstance(dev, tuple):
+            self.multi = True
+            mb = MultiBuffer(dev, size, dt)
+            for i, b in enumerate(mb.bufs):
+                b.allocate()
+                if comps is not None:
+                    b.copy_from(Buffer("PYTHON", size, dt, initial_value=T.pack(comps[i], name)))
+            self.bufs[nid] = mb
+            return UOp.from_buffer(mb, dev)
+        if comps is not None:
+            b = Buffer(dev, size, dt, initial_value=T.pack(comps[0], name))
+        else:
+            b = Buffer(dev, size, dt).allocate()
+        self.bufs[nid] = b
+        return UOp.from_buffer(b)
+
+    def node(self, n):
+        op, arg = n["op"], n.get("arg")
+        dt = self.dt(n)
+        src = [self.u[s] for s in n.get("src") or []]
+        if op == "BUFFER":
+            return self.buffer(n["id"], n)
+        if op == "CONST":
+            return lit_uop(n)
+        if op == "NEG" and n["dtype"] == "bool":
+            # uopkit's NEG on bool is logical not; tinygrad spells it CMPNE(x, True) (mixin/elementwise.py)
+            return UOp(Ops.CMPNE, dt, (src[0], UOp.const(True, dt)._mop(Ops.EXPAND, src[0].shape)))
+        if op in T.ALU:
+            top = T.ALU[op]
+            if WRONG == "swap-add-mul" and op in ("ADD", "MUL"):
+                top = T.ALU["MUL" if op == "ADD" else "ADD"]
+            return UOp(top, dt, tuple(broadcast(src)))
+        if op in T.MOVEMENT:
+            return src[0]._mop(T.MOVEMENT[op], T.movement_arg(op, arg))
+        if op == "CAST":
+            return UOp(Ops.CAST, dt, (src[0],), arg=dt)
+        if op == "BITCAST":
+            return UOp(Ops.BITCAST, dt, (src[0],), arg=dt)
+        if op == "REDUCE":
+            if len(arg) > 2 and arg[2] not in (None, "sequential"):
+                raise Unsupported(f"REDUCE with declared order {json.dumps(arg[2])}: tinygrad's REDUCE has no order argument")
+            return UOp(Ops.REDUCE, dt, (src[0],), arg=(T.REDUCE_OPS[arg[0]], int(arg[1])))
+        if op == "STORE":
+            target, value = src
+            if value.shape == () and target.shape != ():
+                value = value._mop(Ops.EXPAND, target.shape)
+            tdev = target.device
+            if value.device is not None and tdev is not None and value.device != tdev:
+                value = value.copy_to_device(tdev)  # a STORE to another device is a COPY
+            return UOp(Ops.STORE, T.dtypes.void, (target, value))
+        if op == "AFTER":
+            return UOp(Ops.AFTER, src[0].dtype, tuple(src))
+        if op in ("GROUP", "SINK"):
+            return UOp(getattr(Ops, op), T.dtypes.void, tuple(src))
+        if op == "CONTIGUOUS":
+            return UOp(Ops.CONTIGUOUS, dt, (src[0],))
+        if op == "DETACH":
+            return UOp(Ops.DETACH, dt, (src[0],))
+        if op == "COPY":
+            try:
+                dev = T.device(arg, DEV)
+            except ValueError as e:
+                raise Unsupported(str(e))
+            if isinstance(dev, tuple):
+                self.multi = True
+            return src[0].copy_to_device(dev)
+        if op == "MSELECT":
+            return src[0].mselect(int(arg))
+        if op == "MSTACK":
+            self.multi = True
+            return UOp(Ops.MSTACK, dt, tuple(src))
+        if op == "UNSHARD":
+            return src[0].unshard(int(arg[0]))
+        if op == "ALLREDUCE":
+            self.multi = True
+            return src[0].allreduce(T.REDUCE_OPS[arg[0]], T.device(arg[1], DEV))
+        raise Unsupported(f"op {op} is not mapped to tinygrad")
+
+
+# ----------------------------------------------------------------------------------------------------------
+# schedule facts
+
+
+def base_buffer(u):
+    """The Buffer / MultiBuffer a CALL argument names (through views, BITCAST, MSELECT, MSTACK)."""
+    seen = set()
+    while u is not None and u not in seen:
+        seen.add(u)
+        if u.op is Ops.BUFFER:
+            return buffers.get(u)
+        u = u.src[0] if u.src else None
+    return None
+
+
+def stored_params(ast):
+    """PARAM slots a kernel AST stores to."""
+    slots = set()
+    for x in ast.toposort():
+        if x.op is Ops.STORE:
+            for y in x.src[0].toposort():
+                if y.op is Ops.PARAM:
+                    slots.add(y.arg.slot if hasattr(y.arg, "slot") else y.arg)
+    return slots
+
+
+def facts(linear, graph):
+    kernels = copies = 0
+    pairs = set()
+    written = []
+    for call in linear.src:
+        if call.op is not Ops.CALL:
+            continue
+        body, args = call.src[0], call.src[1:]
+        if body.op is Ops.COPY:
+            copies += 1
+            dst, srcu = args[0], args[1]
+            dd, sd = dst.device, srcu.device
+            if isinstance(dd, str) and isinstance(sd, str):
+                pairs.add((T.uopkit_device(dd), T.uopkit_device(sd)))
+            written.append(args[0])
+        elif body.op is Ops.SINK:
+            kernels += 1
+            for s in stored_params(body):
+                if isinstance(s, int) and s < len(args):
+                    written.append(args[s])
+    ids = set()
+    for u in written:
+        b = base_buffer(u)
+        for nid, mine in graph.bufs.items():
+            if b is not None and b is mine:
+                ids.add(nid)
+    return {"kernels": kernels, "copies": copies, "copy_pairs": [list(p) for p in sorted(pairs)],
+            "writes": sorted(ids)}
+
+
+# ----------------------------------------------------------------------------------------------------------
+# run
+
+
+def raw_bytes(buf):
+    # a realized view (a SHRINK of a buffer is a Buffer with base and offset) may not be bound yet
+    buf.ensure_allocated()
+    return bytes(buf.as_memoryview())
+
+
+def read(t, name, shape, devices):
+    n = 1
+    for d in shape:
+        n *= int(d)
+    if devices == 1:
+        tt = Tensor(t.uop.contiguous()) if t.uop.op is not Ops.BUFFER else t
+        tt.realize()
+        return [T.unpack(raw_bytes(tt.uop.buffer), name, n)]
+    comps = []
+    for i in range(devices):
+        tt = Tensor(t.uop.mselect(i).contiguous())
+        tt.realize()
+        raw = raw_bytes(tt.uop.buffer)
+        comps.append(T.unpack(raw, name, len(raw) // max(1, T.BITS[name] // 8)))
+    return comps
+
+
+def run(req):
+    g = Graph(req)
+    g.build()
+    outs = []
+    for o in req["outputs"]:
+        u = g.u[o["node"]]
+        if u.dtype == T.dtypes.void:
+            raise Unsupported(f"output node {o['node']} is void")
+        outs.append(Tensor(u))
+    if not outs:
+        raise Unsupported("no outputs")
+    # options.allreduce: tinygrad's RING context variable (0: naive, 2: ring, 1: its own size rule)
+    ring = {"naive": 0, "ring": 2}.get((req.get("options") or {}).get("allreduce"), 1)
+    with Context(RING=ring, ALL2ALL=0):
+        linear, var_vals = outs[0].linear_with_vars(*outs[1:])
+    sched = facts(linear, g)
+    run_linear(linear, var_vals)
+    answer = []
+    for o, t in zip(req["outputs"], outs):
+        answer.append({"name": o["name"], "components": read(t, o["dtype"], o["shape"], o.get("devices", 1))})
+    return {"type": "result", "id": req["id"], "outputs": answer, "schedule": sched}
+
+
+def hello():
+    msg = {"type": "hello", "protocol": PROTOCOL, "name": NAME, "level": "graph",
+           "accepts": {"devices": ["CPU"]}, "allowances": f"tinygrad-{DEV}"}
+    why = probe()
+    if why:
+        msg["unavailable"] = why
+    else:
+        msg["accepts"]["dtypes"] = sorted(T.DTYPES)
+        msg["accepts"]["ops"] = T.OPS
+    return msg
+
+
+def first_line(e):
+    s = str(e).strip()
+    return f"{type(e).__name__}: {s.splitlines()[-1] if s else ''}"
+
+
+def answer(line):
+    try:
+        req = json.loads(line, parse_float=Decimal)
+    except ValueError as e:
+        return {"type": "error", "id": 0, "message": f"not JSON: {e}"}
+    rid = req.get("id", 0) if isinstance(req, dict) else 0
+    try:
+        t = req.get("type")
+        if t == "hello":
+            return hello()
+        if t == "run":
+            return run(req)
+        if t == "run_schedule":
+            return {"type": "unsupported", "id": rid, "reason": "the tinygrad bridge is a graph-level backend"}
+        raise ValueError(f"unknown request type {t!r}")
+    except Unsupported as e:
+        return {"type": "unsupported", "id": rid, "reason": str(e)}
+    except Exception as e:
+        log(req.get("case", "?"), traceback.format_exc())
+        return {"type": "error", "id": rid, "message": f"tinygrad raised {first_line(e)}", "restart": True}
+
+
+def main():
+    for line in sys.stdin:
+        if line.strip():
+            print(json.dumps(answer(line)), flush=True)
+
+
+if __name__ == "__main__":
+    import threading
+    sys.setrecursionlimit(100000)
+    threading.stack_size(256 << 20)
+    th = threading.Thread(target=main)
+    th.start()
+    th.join()
