@@ -237,7 +237,11 @@ impl Case {
     fn kernel_canonical_string(&self, k: &KernelBody) -> String {
         let mut programs = vec![];
         for p in &k.programs {
-            let insts: Vec<String> = p.insts.iter().map(|i| format!("          {}", compact(i))).collect();
+            let insts: Vec<String> = p
+                .insts
+                .iter()
+                .map(|i| format!("          {}", compact(i)))
+                .collect();
             programs.push(format!(
                 "      {{\"name\": {}, \"params\": {}, \"insts\": [\n{}\n      ]}}",
                 compact(&p.name),
@@ -254,8 +258,11 @@ impl Case {
         };
         let row = |v: String| format!("      {v}");
         let body = [
-            list("buffers", k.buffers.iter().map(|b| row(compact(b))).collect()),
-            list("programs", programs.iter().map(|p| p.clone()).collect()),
+            list(
+                "buffers",
+                k.buffers.iter().map(|b| row(compact(b))).collect(),
+            ),
+            list("programs", programs),
             list("steps", k.steps.iter().map(|s| row(compact(s))).collect()),
             list("expect", k.expect.iter().map(|e| row(compact(e))).collect()),
         ];

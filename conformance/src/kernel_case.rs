@@ -39,8 +39,14 @@ fn err(place: impl Into<String>, reason: impl Into<String>) -> KernelCaseError {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Step {
     /// Program index, buffer ids bound to its param slots.
-    Kernel { program: usize, args: Vec<u32> },
-    Copy { dst: u32, src: u32 },
+    Kernel {
+        program: usize,
+        args: Vec<u32>,
+    },
+    Copy {
+        dst: u32,
+        src: u32,
+    },
 }
 
 /// A buffer, checked: dtype and initial contents (poison where undefined).
@@ -145,10 +151,7 @@ pub fn load(body: &KernelBody) -> Result<KernelCase, KernelCaseError> {
                 let Some(p) = programs.get(*program) else {
                     return Err(err(
                         &place,
-                        format!(
-                            "no program {program} (the case has {})",
-                            programs.len()
-                        ),
+                        format!("no program {program} (the case has {})", programs.len()),
                     ));
                 };
                 if args.len() != p.params.len() {
@@ -277,10 +280,7 @@ fn program(i: usize, p: &protocol::ProgramJson) -> Result<Program, KernelCaseErr
         let dtype = DType::from_str(&inst.dtype)
             .map_err(|_| at(k, format!("unknown dtype '{}'", inst.dtype)))?;
         if let Some(&s) = inst.src.iter().find(|&&s| s as usize >= k) {
-            return Err(at(
-                k,
-                format!("source v{s} is not an earlier instruction"),
-            ));
+            return Err(at(k, format!("source v{s} is not an earlier instruction")));
         }
         let arg = match &inst.arg {
             None => KArg::None,
@@ -295,7 +295,12 @@ fn program(i: usize, p: &protocol::ProgramJson) -> Result<Program, KernelCaseErr
                     .unwrap_or(0),
             ),
         };
-        prog.push(op, dtype, inst.src.iter().map(|&s| InstId(s)).collect(), arg);
+        prog.push(
+            op,
+            dtype,
+            inst.src.iter().map(|&s| InstId(s)).collect(),
+            arg,
+        );
     }
     check::check(&prog).map_err(|e| match e.inst() {
         Some(id) => at(id.index(), e.to_string()),
@@ -370,9 +375,15 @@ pub fn judge(case: &Case, body: &KernelBody) -> Result<(), String> {
         (None, Err(e)) => Err(format!("the kernel interpreter stopped: {e}")),
         (Some(want), Ok(mem)) => {
             // A poisoned expected element is an uninitialized read reaching the output.
-            if want.kind == ErrorKind::Ub && want.ub == Some(Ub::UninitializedRead) && want.program.is_none() {
+            if want.kind == ErrorKind::Ub
+                && want.ub == Some(Ub::UninitializedRead)
+                && want.program.is_none()
+            {
                 for x in &kc.expect {
-                    if let Some(i) = mem[&x.buffer].iter().position(|e| matches!(e, Elem::Uninit { .. })) {
+                    if let Some(i) = mem[&x.buffer]
+                        .iter()
+                        .position(|e| matches!(e, Elem::Uninit { .. }))
+                    {
                         if want.element.is_none_or(|w| w == i) {
                             return Ok(());
                         }
@@ -389,19 +400,14 @@ pub fn judge(case: &Case, body: &KernelBody) -> Result<(), String> {
             let matches = want.kind == ErrorKind::Ub
                 && got.is_some_and(|(kind, _)| want.ub.is_none_or(|w| w == kind))
                 && want.program.is_none_or(|p| p == e.program)
-                && want
-                    .inst
-                    .is_none_or(|i| e.error.inst() == Some(InstId(i)))
+                && want.inst.is_none_or(|i| e.error.inst() == Some(InstId(i)))
                 && want
                     .element
                     .is_none_or(|w| got.and_then(|(_, el)| el) == Some(w as i128));
             if matches {
                 Ok(())
             } else {
-                Err(format!(
-                    "expected {}, got: {e}",
-                    describe_want(want)
-                ))
+                Err(format!("expected {}, got: {e}", describe_want(want)))
             }
         }
     }
@@ -471,10 +477,11 @@ fn compare(kc: &KernelCase, mem: &BTreeMap<u32, Vec<Elem>>) -> Result<(), String
                     literal::display(dt, *b)
                 ),
                 Elem::Uninit { buffer, index } => format!(
-                    "  {} (buffer {}) element {i}: expected {}, got poison (undefined behaviour: uninitialized read; element {index} of buffer {buffer} was never written)\n",
+                    "  {} (buffer {}) element {i}: expected {}, got poison (undefined behaviour: uninitialized read; element {index} of buffer {} was never written)\n",
                     x.name,
                     x.buffer,
-                    literal::display(dt, *w)
+                    literal::display(dt, *w),
+                    buffer.0
                 ),
             };
             bad += 1;
@@ -489,7 +496,9 @@ fn compare(kc: &KernelCase, mem: &BTreeMap<u32, Vec<Elem>>) -> Result<(), String
     if report.is_empty() {
         Ok(())
     } else {
-        Err(format!("the kernel interpreter's buffers differ from the case's expectations:\n{report}"))
+        Err(format!(
+            "the kernel interpreter's buffers differ from the case's expectations:\n{report}"
+        ))
     }
 }
 

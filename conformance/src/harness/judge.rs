@@ -260,7 +260,11 @@ fn judge_inner(
 /// A kernel-level case: the oracle runs it on the kernel interpreter against the case's
 /// expectations; a body that does not load is `Invalid` on every backend; other backends
 /// skip it with the reason.
-fn judge_kernel_case(case: &Case, body: &crate::case::KernelBody, backend: &dyn Backend) -> Verdict {
+fn judge_kernel_case(
+    case: &Case,
+    body: &crate::case::KernelBody,
+    backend: &dyn Backend,
+) -> Verdict {
     use crate::kernel_case;
     if let Err(e) = kernel_case::load(body) {
         return Verdict::Invalid(format!("invalid kernel-level case: {e}"));
