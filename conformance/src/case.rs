@@ -8,6 +8,8 @@ use serde_json::Value as Json;
 use uopkit_interp::ir::{DType, Op};
 use uopkit_interp::scalar::Ub;
 
+use crate::protocol::{BufferSpec, ProgramJson, StepJson};
+
 pub const FORMAT: &str = "uopkit-case/1";
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -17,7 +19,13 @@ pub struct Case {
     pub description: String,
     #[serde(default)]
     pub tags: Vec<String>,
+    /// The tensor graph (empty for a kernel-level case).
+    #[serde(default)]
     pub graph: Vec<NodeJson>,
+    /// A kernel-level case: a schedule of kernel programs with its buffers and the expected
+    /// contents of some buffers after it (`docs/case-format.md`, "Kernel-level cases").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<KernelBody>,
     #[serde(default)]
     pub inputs: BTreeMap<String, Init>,
     #[serde(default)]
@@ -130,6 +138,39 @@ pub struct ExpectError {
     pub element: Option<usize>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub contains: Option<String>,
+    /// Kernel-level cases: the program (index into `kernel.programs`) and instruction (its
+    /// index in the program) where the error happens; `element` is then the element of the
+    /// memory accessed (out of bounds) or of the buffer never written (uninitialized read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub program: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inst: Option<u32>,
+}
+
+/// The body of a kernel-level case: the buffers, programs and steps exactly as the
+/// kernel-level protocol request `run_schedule` carries them (`docs/backend-protocol.md`),
+/// and the buffers to compare after the last step.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KernelBody {
+    pub buffers: Vec<BufferSpec>,
+    pub programs: Vec<ProgramJson>,
+    pub steps: Vec<StepJson>,
+    /// The buffers to compare after the last step (may be empty when `expect_error` is given).
+    #[serde(default)]
+    pub expect: Vec<BufferExpect>,
+}
+
+/// A buffer's expected contents after a kernel-level case's steps.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BufferExpect {
+    pub name: String,
+    pub buffer: u32,
+    /// `size` literals of the buffer's dtype.
+    pub expect: Vec<Json>,
+    #[serde(default)]
+    pub nan: NanPolicy,
 }
 
 /// Expectations about the compiled schedule (checked by the compiler's trials).
@@ -159,6 +200,9 @@ impl Case {
     /// as Python's `json.dumps` writes it (`", "` and `": "`, non-ASCII as `\uXXXX`), a
     /// newline at the end.
     pub fn to_canonical_string(&self) -> String {
+        if let Some(k) = &self.kernel {
+            return self.kernel_canonical_string(k);
+        }
         let mut parts: Vec<String> = vec![
             field("format", &self.format),
             field("description", &self.description),
@@ -181,6 +225,55 @@ impl Case {
         }
         if let Some(s) = &self.schedule {
             parts.push(field("schedule", s));
+        }
+        format!("{{\n{}\n}}\n", parts.join(",\n"))
+    }
+}
+
+impl Case {
+    /// The canonical text of a kernel-level case: `kernel` with one buffer, one instruction,
+    /// one step and one expected buffer per line (`tools/tinygrad_export_kernels.py` writes
+    /// the same bytes).
+    fn kernel_canonical_string(&self, k: &KernelBody) -> String {
+        let mut programs = vec![];
+        for p in &k.programs {
+            let insts: Vec<String> = p
+                .insts
+                .iter()
+                .map(|i| format!("          {}", compact(i)))
+                .collect();
+            programs.push(format!(
+                "      {{\"name\": {}, \"params\": {}, \"insts\": [\n{}\n      ]}}",
+                compact(&p.name),
+                compact(&p.params),
+                insts.join(",\n")
+            ));
+        }
+        let list = |key: &str, items: Vec<String>| {
+            if items.is_empty() {
+                format!("    {}: []", compact(&key))
+            } else {
+                format!("    {}: [\n{}\n    ]", compact(&key), items.join(",\n"))
+            }
+        };
+        let row = |v: String| format!("      {v}");
+        let body = [
+            list(
+                "buffers",
+                k.buffers.iter().map(|b| row(compact(b))).collect(),
+            ),
+            list("programs", programs),
+            list("steps", k.steps.iter().map(|s| row(compact(s))).collect()),
+            list("expect", k.expect.iter().map(|e| row(compact(e))).collect()),
+        ];
+        let mut parts: Vec<String> = vec![
+            field("format", &self.format),
+            field("description", &self.description),
+            field("tags", &self.tags),
+            format!("  \"kernel\": {{\n{}\n  }}", body.join(",\n")),
+        ];
+        if let Some(e) = &self.expect_error {
+            parts.push(field("expect_error", e));
         }
         format!("{{\n{}\n}}\n", parts.join(",\n"))
     }
@@ -288,7 +381,8 @@ pub fn json_schema() -> Json {
         "title": "uopkit case",
         "description": "One conformance case: a UOp tensor graph, its inputs, and the expected outputs or error. See docs/case-format.md.",
         "type": "object",
-        "required": ["format", "description", "graph"],
+        "required": ["format", "description"],
+        "oneOf": [{"required": ["graph"]}, {"required": ["kernel"]}],
         "additionalProperties": false,
         "properties": {
             "format": {"const": FORMAT},
@@ -304,6 +398,24 @@ pub fn json_schema() -> Json {
                     "arg": {"description": "per-op argument, see docs/ir.md"}
                 }
             }},
+            "kernel": {
+                "description": "a kernel-level case: buffers, programs and steps as in the kernel-level protocol's run_schedule request (`uopkit schema --protocol`), and the buffers expected after the steps",
+                "type": "object", "required": ["buffers", "programs", "steps"], "additionalProperties": false,
+                "properties": {
+                    "buffers": {"type": "array"},
+                    "programs": {"type": "array"},
+                    "steps": {"type": "array"},
+                    "expect": {"type": "array", "items": {
+                        "type": "object", "required": ["name", "buffer", "expect"], "additionalProperties": false,
+                        "properties": {
+                            "name": {"type": "string"},
+                            "buffer": {"type": "integer", "minimum": 0},
+                            "expect": {"type": "array", "items": {"$ref": "#/$defs/literal"}},
+                            "nan": {"enum": ["canonical", "any"]}
+                        }
+                    }}
+                }
+            },
             "inputs": {"type": "object", "additionalProperties": {"$ref": "#/$defs/init"}},
             "outputs": {"type": "array", "items": {
                 "type": "object", "required": ["name", "node", "shape", "expect"], "additionalProperties": false,
@@ -328,7 +440,9 @@ pub fn json_schema() -> Json {
                     "ub": {"enum": ["div_by_zero", "div_overflow", "shift_out_of_range", "float_to_int_out_of_range", "out_of_bounds", "uninitialized_read"]},
                     "node": {"type": "integer"},
                     "element": {"type": "integer"},
-                    "contains": {"type": "string"}
+                    "contains": {"type": "string"},
+                    "program": {"type": "integer", "minimum": 0},
+                    "inst": {"type": "integer", "minimum": 0}
                 }
             },
             "schedule": {

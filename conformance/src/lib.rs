@@ -13,6 +13,7 @@ pub mod fuzz;
 pub mod gen;
 pub mod harness;
 pub mod inputs;
+pub mod kernel_case;
 pub mod load;
 pub mod palette;
 pub mod pass_trace;

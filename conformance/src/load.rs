@@ -184,6 +184,12 @@ pub fn load_compact(
 
 /// The graph, CALLs inlined, verified (no inputs yet).
 fn load_graph(case: &Case) -> Result<(Loaded, Verified), LoadError> {
+    if case.kernel.is_some() {
+        return Err(LoadError::Case(CaseError::new(
+            None,
+            "a kernel-level case has no tensor graph (only `uopkit check` and `uopkit fmt` take it)",
+        )));
+    }
     let mut loaded = build_graph(case).map_err(LoadError::Case)?;
     let mut verified =
         verify::verify(&loaded.graph).map_err(|e| LoadError::Verify(loaded.file_error(e)))?;

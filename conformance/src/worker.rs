@@ -135,6 +135,7 @@ fn run_request(backend: &dyn Backend, req: &RunRequest) -> Result<ResultAnswer, 
         description: String::new(),
         tags: vec![],
         graph: req.graph.clone(),
+        kernel: None,
         inputs: BTreeMap::new(),
         outputs: req
             .outputs

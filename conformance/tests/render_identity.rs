@@ -31,6 +31,10 @@ fn render_list(gpu: &mut usize, launched: &mut usize) -> (String, usize) {
     let mut out = String::new();
     let mut rendered = 0;
     for f in &files {
+        // Kernel-level cases hold no tensor graph to schedule and render.
+        if load::read_case(f).is_ok_and(|c| c.kernel.is_some()) {
+            continue;
+        }
         let name = corpus::case_name(&dir, f);
         let line = (|| -> Result<String, String> {
             let case = load::read_case(f).map_err(|_| "unreadable".to_string())?;

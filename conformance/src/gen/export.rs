@@ -143,6 +143,7 @@ pub fn export(
         description: description.to_string(),
         tags: tags.iter().map(|t| t.to_string()).collect(),
         graph,
+        kernel: None,
         inputs: case_inputs,
         outputs,
         expect_error: None,

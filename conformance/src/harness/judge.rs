@@ -150,6 +150,9 @@ fn judge_inner(
     result: &Result<OracleRun, RunError>,
 ) -> (Verdict, Option<Ran>) {
     let only = |v: Verdict| (v, None);
+    if let Some(body) = &case.kernel {
+        return only(judge_kernel_case(case, body, backend));
+    }
     if backend.role() == Role::Reference {
         if let (None, Err(RunError::Load(e))) = (&case.expect_error, result) {
             return only(Verdict::Invalid(e.to_string()));
@@ -252,6 +255,27 @@ fn judge_inner(
         report += &format!("schedule:\n{}", job.schedule_text(s));
     }
     (Verdict::fail(FailKind::Mismatch, report), Some(ran))
+}
+
+/// A kernel-level case: the oracle runs it on the kernel interpreter against the case's
+/// expectations; a body that does not load is `Invalid` on every backend; other backends
+/// skip it with the reason.
+fn judge_kernel_case(
+    case: &Case,
+    body: &crate::case::KernelBody,
+    backend: &dyn Backend,
+) -> Verdict {
+    use crate::kernel_case;
+    if let Err(e) = kernel_case::load(body) {
+        return Verdict::Invalid(format!("invalid kernel-level case: {e}"));
+    }
+    if backend.role() != Role::Reference {
+        return Verdict::Skip(kernel_case::SKIP_REASON.into());
+    }
+    match kernel_case::judge(case, body) {
+        Ok(()) => Verdict::Pass,
+        Err(report) => Verdict::fail(FailKind::Expectation, report),
+    }
 }
 
 /// Applies the xfail manifest to a verdict ([`Xfail::outcome`]: a listed failure is `xfail`

@@ -148,7 +148,7 @@ pub struct ScheduleRequest {
     pub read: Vec<u32>,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BufferSpec {
     pub id: u32,
@@ -160,7 +160,7 @@ pub struct BufferSpec {
     pub init: Option<Vec<Bits>>,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProgramJson {
     pub name: String,
@@ -168,7 +168,7 @@ pub struct ProgramJson {
     pub insts: Vec<InstJson>,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ParamJson {
     pub dtype: String,
@@ -176,7 +176,7 @@ pub struct ParamJson {
     pub written: bool,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct InstJson {
     pub op: String,
@@ -198,7 +198,7 @@ pub enum InstArg {
     Special(String),
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum StepJson {
     Kernel {
