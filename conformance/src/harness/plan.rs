@@ -3,7 +3,7 @@
 //! opens only the backends a run needs — what lets a test runner that starts one process
 //! per trial (cargo-nextest) pay for one case and one backend per process, not the corpus.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::suite::{allowances_for, manifests_dir, select};
@@ -91,6 +91,7 @@ pub fn plan_suite(s: &Settings, reg: &Registry) -> Result<Plan, SetupError> {
         names.push(name);
         started.push(b);
     }
+    let xfail = scope_to_sub_corpus(xfail, &s.corpus, &mdir);
     let mut known: Vec<String> = reg.names();
     known.extend(names.iter().cloned());
     // xfail entries may name `tinygrad:DEV` backends this run does not select.
@@ -119,6 +120,36 @@ pub fn plan_suite(s: &Settings, reg: &Registry) -> Result<Plan, SetupError> {
         xfail: Arc::new(xfail),
         warnings: listing.warnings,
     })
+}
+
+/// A run over part of a corpus (`--corpus corpus/compiler`) names its cases relative to that
+/// part, while the manifests' `xfail.json` names them relative to the whole corpus beside the
+/// manifests (`<manifests>/../corpus`). For such a run the entries inside the part are renamed
+/// to the run's names and the others, which belong to cases outside it, are left out; every
+/// other run keeps the entries as they are (and an entry naming no case is an error).
+fn scope_to_sub_corpus(mut xfail: Xfail, corpus: &Path, manifests: &Path) -> Xfail {
+    let root = manifests.parent().map(|p| p.join("corpus"));
+    let (Some(root), Ok(sub)) = (root, corpus.canonicalize()) else {
+        return xfail;
+    };
+    let Ok(root) = root.canonicalize() else {
+        return xfail;
+    };
+    let Ok(rel) = sub.strip_prefix(&root) else {
+        return xfail;
+    };
+    if rel.as_os_str().is_empty() {
+        return xfail;
+    }
+    let prefix = format!("{}/", rel.to_string_lossy().replace('\\', "/"));
+    xfail.expected_failures.retain_mut(|e| match e.case.strip_prefix(&prefix) {
+        Some(rest) => {
+            e.case = rest.to_string();
+            true
+        }
+        None => false,
+    });
+    xfail
 }
 
 fn open_error(spec: &str, e: String) -> SetupError {
