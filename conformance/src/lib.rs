@@ -4,6 +4,7 @@
 pub mod allowances;
 pub mod atomic;
 pub mod backend;
+pub mod bench;
 pub mod backends;
 pub mod case;
 pub mod compare;
