@@ -7,7 +7,7 @@
 //!   elementwise), their work per run and their ceiling probe.
 //! * [`runner`]: the normal compile path (schedule → render → CPU compile; a cold compile in
 //!   a fresh cache directory, timed) and steady-state runs.
-//! * [`exact`], [`reference`]: the bit-for-bit judgement (the oracle; for the 1024³ matmul a
+//! * [`exact`], [`reference`]: the bit-for-bit judgement (the oracle; for the full-size matmul a
 //!   reference loop that is itself checked against the oracle on a smaller twin).
 //! * [`peers`]: numpy / tinygrad figures from `benches/peers.py`, when a Python has them.
 //! * [`report`]: the table and the JSON.
