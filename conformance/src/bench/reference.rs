@@ -1,4 +1,4 @@
-//! An independent reference for workloads the oracle is not asked to evaluate (the 1024³
+//! An independent reference for workloads the oracle is not asked to evaluate (the full-size
 //! matmul: the oracle would keep its k×m×n product, 2^30 elements).
 //!
 //! What "exact" means for such a workload: the compiled output equals, bit for bit, this
