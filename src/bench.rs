@@ -71,7 +71,11 @@ pub fn main(a: &BenchArgs) -> ExitCode {
         BenchFormat::Json => format!("{:#}\n", report.to_json()),
     };
     let mut out = std::io::stdout().lock();
-    if out.write_all(text.as_bytes()).and_then(|_| out.flush()).is_err() {
+    if out
+        .write_all(text.as_bytes())
+        .and_then(|_| out.flush())
+        .is_err()
+    {
         return ExitCode::from(141);
     }
     if report.all_exact() {

@@ -41,12 +41,25 @@ fn quick_json_has_every_workload_exact_with_its_ceiling() {
         .collect();
     assert_eq!(
         names,
-        ["elementwise", "sum", "matmul", "softmax", "conv", "f16_elementwise"]
+        [
+            "elementwise",
+            "sum",
+            "matmul",
+            "softmax",
+            "conv",
+            "f16_elementwise"
+        ]
     );
     for w in v["workloads"].as_array().expect("workloads") {
         assert_eq!(w["exact"], true, "{w:#}");
         assert!(w.get("mismatch").is_none(), "{w:#}");
-        for f in ["value", "ceiling", "ratio_to_ceiling", "compile_ms", "best_ms"] {
+        for f in [
+            "value",
+            "ceiling",
+            "ratio_to_ceiling",
+            "compile_ms",
+            "best_ms",
+        ] {
             assert!(w[f].as_f64().is_some_and(|x| x > 0.0), "{f} in {w:#}");
         }
         let ratio = w["value"].as_f64().unwrap() / w["ceiling"].as_f64().unwrap();
@@ -102,7 +115,10 @@ fn peer_figures_appear_only_where_the_peers_give_them() {
     std::fs::set_permissions(&py, std::os::unix::fs::PermissionsExt::from_mode(0o755))
         .expect("chmod");
     let py = py.to_str().expect("utf-8 path");
-    let o = bench(&["--workloads", "sum,matmul", "--rounds", "1", "--python", py], &[]);
+    let o = bench(
+        &["--workloads", "sum,matmul", "--rounds", "1", "--python", py],
+        &[],
+    );
     assert_eq!(o.code, 0, "{}", o.all());
     let v = json(&o);
     assert_eq!(workload(&v, "sum")["numpy"], 12.5);

@@ -4,8 +4,8 @@
 pub mod allowances;
 pub mod atomic;
 pub mod backend;
-pub mod bench;
 pub mod backends;
+pub mod bench;
 pub mod case;
 pub mod compare;
 pub mod corpus;

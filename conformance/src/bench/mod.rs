@@ -275,7 +275,10 @@ fn corrupt(v: &mut uopkit_interp::eval::Value) {
 }
 
 /// (exact, how it was judged, the first difference or why it could not be judged).
-fn judge(w: &workloads::Workload, got: &uopkit_interp::eval::Value) -> (bool, String, Option<String>) {
+fn judge(
+    w: &workloads::Workload,
+    got: &uopkit_interp::eval::Value,
+) -> (bool, String, Option<String>) {
     match &w.check {
         Check::Oracle => {
             let by = "oracle".to_string();
@@ -285,7 +288,13 @@ fn judge(w: &workloads::Workload, got: &uopkit_interp::eval::Value) -> (bool, St
             };
             let want = match exact::bits_of(&want[0]) {
                 Ok(b) => b,
-                Err(e) => return (false, by, Some(format!("not checked: the oracle's value: {e}"))),
+                Err(e) => {
+                    return (
+                        false,
+                        by,
+                        Some(format!("not checked: the oracle's value: {e}")),
+                    )
+                }
             };
             let d = exact::first_difference(got, &want);
             (d.is_none(), by, d)
@@ -298,7 +307,9 @@ fn judge(w: &workloads::Workload, got: &uopkit_interp::eval::Value) -> (bool, St
             b,
             twin,
         } => {
-            let by = format!("reference loop (k ascending), itself equal to the oracle on a {twin}³ twin");
+            let by = format!(
+                "reference loop (k ascending), itself equal to the oracle on a {twin}³ twin"
+            );
             if let Err(e) = reference::check_twin(*twin) {
                 return (false, by, Some(format!("not checked: {e}")));
             }

@@ -78,11 +78,20 @@ pub struct Probes {
 
 impl Probes {
     /// Compiles the probes and allocates three arrays of `n` float32 elements.
-    pub fn new(compiler: &CCompiler, n: usize, iters: i64, threads: usize) -> Result<Probes, BenchError> {
+    pub fn new(
+        compiler: &CCompiler,
+        n: usize,
+        iters: i64,
+        threads: usize,
+    ) -> Result<Probes, BenchError> {
         let (lib, path) = compiler
             .load(SOURCE)
             .map_err(|e| BenchError::Probe(format!("compiling probe.c: {e}")))?;
-        fn sym<T: Copy>(lib: &Library, path: &std::path::Path, name: &str) -> Result<T, BenchError> {
+        fn sym<T: Copy>(
+            lib: &Library,
+            path: &std::path::Path,
+            name: &str,
+        ) -> Result<T, BenchError> {
             // SAFETY: every symbol looked up is a function of probe.c whose C signature is
             // the function-pointer type `T` it is read as (the aliases above).
             unsafe { lib.get::<T>(name.as_bytes()) }

@@ -132,7 +132,10 @@ impl Report {
             self.rounds,
             self.threads
         ));
-        s.push_str(&format!("{:<10} {:>8} {:>18}\n", "probe", "threads", "value"));
+        s.push_str(&format!(
+            "{:<10} {:>8} {:>18}\n",
+            "probe", "threads", "value"
+        ));
         for p in &self.probes {
             s.push_str(&format!(
                 "{:<10} {:>8} {:>10.2} {:<7} ({:.2})\n",
@@ -142,7 +145,15 @@ impl Report {
         s.push('\n');
         s.push_str(&format!(
             "{:<16} {:>18} {:>9} {:>6} {:>8} {:>8} {:>6} {:>17} {:>16}\n",
-            "workload", "value", "ceiling", "ratio", "numpy", "tinygrad", "exact", "run ms", "compile ms (k)"
+            "workload",
+            "value",
+            "ceiling",
+            "ratio",
+            "numpy",
+            "tinygrad",
+            "exact",
+            "run ms",
+            "compile ms (k)"
         ));
         for w in &self.workloads {
             s.push_str(&format!(

@@ -47,7 +47,10 @@ impl Runner {
         for st in &schedule.steps {
             if let Step::Kernel { device, .. } = st {
                 if !device.to_string().starts_with("CPU") {
-                    return Err(fail("schedule", &format!("a kernel on {device}, not the CPU")));
+                    return Err(fail(
+                        "schedule",
+                        &format!("a kernel on {device}, not the CPU"),
+                    ));
                 }
             }
         }

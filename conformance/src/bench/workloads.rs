@@ -84,7 +84,12 @@ fn err(name: &str) -> impl Fn(uopkit_interp::error::Error) -> BenchError + '_ {
     move |e| BenchError::Build(format!("workload {name}: {e}"))
 }
 
-fn buffer(ctx: &Ctx, shape: &[usize], dtype: DType, data: &[f32]) -> uopkit_interp::error::Result<Tensor> {
+fn buffer(
+    ctx: &Ctx,
+    shape: &[usize],
+    dtype: DType,
+    data: &[f32],
+) -> uopkit_interp::error::Result<Tensor> {
     let bits: Vec<u64> = data
         .iter()
         .map(|&f| round::from_f64(dtype, f as f64))
@@ -93,7 +98,12 @@ fn buffer(ctx: &Ctx, shape: &[usize], dtype: DType, data: &[f32]) -> uopkit_inte
 }
 
 /// REDUCE over the first `axes` axes of `x` with `order`.
-fn reduce(x: &Tensor, op: Op, axes: usize, order: ReduceOrder) -> uopkit_interp::error::Result<Tensor> {
+fn reduce(
+    x: &Tensor,
+    op: Op,
+    axes: usize,
+    order: ReduceOrder,
+) -> uopkit_interp::error::Result<Tensor> {
     x.ctx().raw(Node {
         op: Op::REDUCE,
         dtype: x.dtype(),
@@ -111,13 +121,21 @@ pub fn build(name: &str, quick: bool) -> Result<Workload, BenchError> {
         "elementwise" | "f16_elementwise" => {
             // out = b + c * 3 (STREAM's triad), one rounding per op in the dtype.
             let n = if quick { 4096 } else { 16 << 20 };
-            let dt = if name == "elementwise" { DType::Float32 } else { DType::Float16 };
+            let dt = if name == "elementwise" {
+                DType::Float32
+            } else {
+                DType::Float16
+            };
             let b = buffer(&ctx, &[n], dt, &rng.f32s(n, -1.0, 1.0)).map_err(&e)?;
             let c = buffer(&ctx, &[n], dt, &rng.f32s(n, -1.0, 1.0)).map_err(&e)?;
             let root = b.add(c.mul(3.0).map_err(&e)?).map_err(&e)?;
             let item = dt.itemsize() as f64;
             Workload {
-                name: if name == "elementwise" { "elementwise" } else { "f16_elementwise" },
+                name: if name == "elementwise" {
+                    "elementwise"
+                } else {
+                    "f16_elementwise"
+                },
                 size: format!("{n} {dt}: b + c*3"),
                 ctx,
                 root,
@@ -181,14 +199,28 @@ pub fn build(name: &str, quick: bool) -> Result<Workload, BenchError> {
             // Per row: e = exp2(x - max(x)); out = e / sum(e) (FDIV), both reductions
             // sequential along the row.
             let (r, c) = if quick { (8, 64) } else { (4096, 1024) };
-            let x = buffer(&ctx, &[r, c], DType::Float32, &rng.f32s(r * c, -4.0, 4.0)).map_err(&e)?;
+            let x =
+                buffer(&ctx, &[r, c], DType::Float32, &rng.f32s(r * c, -4.0, 4.0)).map_err(&e)?;
             let xt = x.permute(&[1, 0]).map_err(&e)?;
             let m = reduce(&xt, Op::MAX, 1, ReduceOrder::Sequential).map_err(&e)?;
-            let m = m.reshape(&[r, 1]).map_err(&e)?.expand(&[r, c]).map_err(&e)?;
-            let ex = x.sub(&m).map_err(&e)?.exp2().map_err(&e)?;
-            let s = reduce(&ex.permute(&[1, 0]).map_err(&e)?, Op::ADD, 1, ReduceOrder::Sequential)
+            let m = m
+                .reshape(&[r, 1])
+                .map_err(&e)?
+                .expand(&[r, c])
                 .map_err(&e)?;
-            let s = s.reshape(&[r, 1]).map_err(&e)?.expand(&[r, c]).map_err(&e)?;
+            let ex = x.sub(&m).map_err(&e)?.exp2().map_err(&e)?;
+            let s = reduce(
+                &ex.permute(&[1, 0]).map_err(&e)?,
+                Op::ADD,
+                1,
+                ReduceOrder::Sequential,
+            )
+            .map_err(&e)?;
+            let s = s
+                .reshape(&[r, 1])
+                .map_err(&e)?
+                .expand(&[r, c])
+                .map_err(&e)?;
             let root = ex.fdiv(&s).map_err(&e)?;
             Workload {
                 name: "softmax",
@@ -205,11 +237,21 @@ pub fn build(name: &str, quick: bool) -> Result<Workload, BenchError> {
         "conv" => {
             // 1-D convolution, stride = kernel width (windows from a reshape):
             // out[o, p] = sum_{c,k} x[c, p*K + k] * w[o, c, k], (c, k) row-major, sequential.
-            let (ch, o, kw, l) = if quick { (4, 4, 4, 64) } else { (64, 64, 4, 4096) };
+            let (ch, o, kw, l) = if quick {
+                (4, 4, 4, 64)
+            } else {
+                (64, 64, 4, 4096)
+            };
             let p = l / kw;
-            let x = buffer(&ctx, &[ch, l], DType::Float32, &rng.f32s(ch * l, -1.0, 1.0)).map_err(&e)?;
-            let w = buffer(&ctx, &[o, ch, kw], DType::Float32, &rng.f32s(o * ch * kw, -1.0, 1.0))
-                .map_err(&e)?;
+            let x =
+                buffer(&ctx, &[ch, l], DType::Float32, &rng.f32s(ch * l, -1.0, 1.0)).map_err(&e)?;
+            let w = buffer(
+                &ctx,
+                &[o, ch, kw],
+                DType::Float32,
+                &rng.f32s(o * ch * kw, -1.0, 1.0),
+            )
+            .map_err(&e)?;
             let xv = x
                 .reshape(&[ch, p, kw])
                 .and_then(|t| t.permute(&[0, 2, 1]))
@@ -221,8 +263,13 @@ pub fn build(name: &str, quick: bool) -> Result<Workload, BenchError> {
                 .and_then(|t| t.reshape(&[ch, kw, o, 1]))
                 .and_then(|t| t.expand(&[ch, kw, o, p]))
                 .map_err(&e)?;
-            let root = reduce(&xv.mul(&wv).map_err(&e)?, Op::ADD, 2, ReduceOrder::Sequential)
-                .map_err(&e)?;
+            let root = reduce(
+                &xv.mul(&wv).map_err(&e)?,
+                Op::ADD,
+                2,
+                ReduceOrder::Sequential,
+            )
+            .map_err(&e)?;
             Workload {
                 name: "conv",
                 size: format!("x {ch}x{l}, w {o}x{ch}x{kw}, stride {kw}, float32, sequential"),
@@ -257,7 +304,10 @@ pub fn matmul_graph(
 ) -> uopkit_interp::error::Result<Tensor> {
     let a = buffer(ctx, &[m, k], DType::Float32, a)?;
     let b = buffer(ctx, &[k, n], DType::Float32, b)?;
-    let av = a.permute(&[1, 0])?.reshape(&[k, m, 1])?.expand(&[k, m, n])?;
+    let av = a
+        .permute(&[1, 0])?
+        .reshape(&[k, m, 1])?
+        .expand(&[k, m, n])?;
     let bv = b.reshape(&[k, 1, n])?.expand(&[k, m, n])?;
     reduce(&av.mul(&bv)?, Op::ADD, 1, ReduceOrder::Sequential)
 }
