@@ -18,6 +18,7 @@ use uopkit_conformance::report;
 use uopkit_conformance::run::{self, RunError};
 use uopkit_conformance::worker;
 
+mod bench;
 mod ui;
 
 #[derive(Parser)]
@@ -242,6 +243,9 @@ enum Command {
         /// Cases to run, as for `check`.
         select: Vec<String>,
     },
+    /// Time the compiler's kernels against the machine's ceilings (STREAM-like probes), each
+    /// result checked bit for bit, with numpy/tinygrad figures when a Python has them.
+    Bench(bench::BenchArgs),
     /// Rewrite case files in the canonical layout (or only check with --check).
     Fmt {
         #[arg(long)]
@@ -456,6 +460,7 @@ fn real_main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Command::Fmt { check, files } => fmt(check, &files),
+        Command::Bench(a) => bench::main(&a),
     }
 }
 

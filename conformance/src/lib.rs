@@ -5,6 +5,7 @@ pub mod allowances;
 pub mod atomic;
 pub mod backend;
 pub mod backends;
+pub mod bench;
 pub mod case;
 pub mod compare;
 pub mod corpus;
