@@ -45,14 +45,22 @@ fn run(n: usize, reps: u32) -> Result<(), String> {
         json!({"id": 4, "op": "ADD", "dtype": "float32", "src": [2, 3]}),
     ];
     let t = kernel_time(dev.as_ref(), ew, 4, reps, eager)?;
-    println!("elementwise x*2+1: {:.2} ms, {:.2} GB/s (read + write)", t * 1e3, 2.0 * bytes / t / 1e9);
+    println!(
+        "elementwise x*2+1: {:.2} ms, {:.2} GB/s (read + write)",
+        t * 1e3,
+        2.0 * bytes / t / 1e9
+    );
     for order in [json!("sequential"), json!({"split": 8})] {
         let g = vec![
             buf(0, n),
             json!({"id": 1, "op": "REDUCE", "dtype": "float32", "src": [0], "arg": ["ADD", 1, order]}),
         ];
         let t = kernel_time(dev.as_ref(), g, 1, reps, eager)?;
-        println!("sum {order}: {:.2} ms, {:.2} GB/s read", t * 1e3, bytes / t / 1e9);
+        println!(
+            "sum {order}: {:.2} ms, {:.2} GB/s read",
+            t * 1e3,
+            bytes / t / 1e9
+        );
     }
     let m = 256usize;
     let mm = vec![
@@ -68,7 +76,11 @@ fn run(n: usize, reps: u32) -> Result<(), String> {
         json!({"id": 9, "op": "REDUCE", "dtype": "float32", "src": [8], "arg": ["ADD", 1]}),
     ];
     let t = kernel_time(dev.as_ref(), mm, 9, reps, eager)?;
-    println!("matmul {m}x{m}: {:.2} ms, {:.2} GFLOP/s", t * 1e3, 2.0 * (m * m * m) as f64 / t / 1e9);
+    println!(
+        "matmul {m}x{m}: {:.2} ms, {:.2} GFLOP/s",
+        t * 1e3,
+        2.0 * (m * m * m) as f64 / t / 1e9
+    );
     Ok(())
 }
 
@@ -81,16 +93,32 @@ fn time(reps: u32, mut f: impl FnMut() -> Result<(), String>) -> Result<f64, Str
     Ok(t0.elapsed().as_secs_f64() / f64::from(reps))
 }
 
-fn kernel_time(dev: &dyn Device, graph: Vec<Value>, root: u64, reps: u32, eager: bool) -> Result<f64, String> {
+fn kernel_time(
+    dev: &dyn Device,
+    graph: Vec<Value>,
+    root: u64,
+    reps: u32,
+    eager: bool,
+) -> Result<f64, String> {
     let case: Case = serde_json::from_value(json!({
         "format": "uopkit-case/1", "description": "cpu_speed", "graph": graph, "outputs": []
     }))
     .map_err(|e| e.to_string())?;
     let (loaded, verified) = load::load(&case).map_err(|e| e.to_string())?;
     let roots = [loaded.arena(root).map_err(|e| e.to_string())?];
-    let sched = pipeline::schedule_with_opts(&loaded.graph, &verified, &roots, &pipeline::default_passes(), &ScheduleOpts::default())
-        .map_err(|e| format!("node {}: {}", e.node, e.reason))?;
-    let style = if eager { CStyle::C_EAGER_NAN } else { CStyle::C };
+    let sched = pipeline::schedule_with_opts(
+        &loaded.graph,
+        &verified,
+        &roots,
+        &pipeline::default_passes(),
+        &ScheduleOpts::default(),
+    )
+    .map_err(|e| format!("node {}: {}", e.node, e.reason))?;
+    let style = if eager {
+        CStyle::C_EAGER_NAN
+    } else {
+        CStyle::C
+    };
     let mut unit = style.render(&sched.programs()).map_err(|e| e.to_string())?;
     if eager {
         unit.source = format!("{}{}", runtime::cpu::NO_RESTRICT, unit.source);
@@ -109,7 +137,8 @@ fn kernel_time(dev: &dyn Device, graph: Vec<Value>, root: u64, reps: u32, eager:
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| e.to_string())?;
         for b in &bufs {
-            dev.copy_in(b, &vec![0x3f; b.bytes()]).map_err(|e| e.to_string())?;
+            dev.copy_in(b, &vec![0x3f; b.bytes()])
+                .map_err(|e| e.to_string())?;
         }
         launches.push((k.name.clone(), bufs));
     }

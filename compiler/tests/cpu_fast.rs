@@ -84,7 +84,9 @@ fn params_are_restrict_and_aliasing_launches_run_without_it() {
     let p = first_plus("first_plus");
     let src = render_c(std::slice::from_ref(&p));
     assert!(
-        body(&src).contains("static void k_first_plus_body(float *UK_RESTRICT p0, float *UK_RESTRICT p1)"),
+        body(&src).contains(
+            "static void k_first_plus_body(float *UK_RESTRICT p0, float *UK_RESTRICT p1)"
+        ),
         "{}",
         body(&src)
     );
@@ -142,7 +144,8 @@ fn a_chain_and_a_sum_canonicalize_once_at_the_store() {
     let prog = dev.compile(&c_unit(&[p])).unwrap();
     let (out, inp) = (dev.alloc(20).unwrap(), dev.alloc(16).unwrap());
     let nan_in = f32::from_bits(0xffc1_2345);
-    dev.copy_in(&inp, &bytes(&[1.0, nan_in, -0.5, 3.0])).unwrap();
+    dev.copy_in(&inp, &bytes(&[1.0, nan_in, -0.5, 3.0]))
+        .unwrap();
     dev.launch(&prog, "chain_sum", &[&out, &inp]).unwrap();
     let got: Vec<u32> = floats(&dev.copy_out(&out).unwrap())
         .iter()
@@ -248,7 +251,12 @@ fn chain_program(name: &str, steps: &[Step], red_max: bool) -> Program {
     const N: i64 = 6;
     let mut p = Program::new(
         name,
-        vec![decl(N as usize + 1, true), decl(6, false), decl(6, false), decl(6, false)],
+        vec![
+            decl(N as usize + 1, true),
+            decl(6, false),
+            decl(6, false),
+            decl(6, false),
+        ],
     );
     let o = p.push(Op::PARAM, F32, vec![], KArg::Param(0));
     let ins: Vec<InstId> = (1..4)
@@ -263,12 +271,20 @@ fn chain_program(name: &str, steps: &[Step], red_max: bool) -> Program {
     let mut stack = vec![load(&mut p, ins[0], r)];
     for s in steps {
         let top = *stack.last().unwrap();
-        let second = if stack.len() > 1 { stack[stack.len() - 2] } else { top };
+        let second = if stack.len() > 1 {
+            stack[stack.len() - 2]
+        } else {
+            top
+        };
         let v = match s {
             Step::Bin(op) => p.push(*op, F32, vec![second, top], KArg::None),
             Step::Un(op) => p.push(*op, F32, vec![top], KArg::None),
             Step::MulAcc => {
-                let third = if stack.len() > 2 { stack[stack.len() - 3] } else { top };
+                let third = if stack.len() > 2 {
+                    stack[stack.len() - 3]
+                } else {
+                    top
+                };
                 p.push(Op::MULACC, F32, vec![top, second, third], KArg::None)
             }
             Step::Select => {

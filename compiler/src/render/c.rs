@@ -1,7 +1,9 @@
 //! The C renderer: kernel programs → one C translation unit.
 //!
-//! Each [`Program`] becomes `void k_<name>(void **args)`; param `i` is `args[i]` cast to its
-//! element pointer type. Every instruction renders to one statement `T vN = …;` (RANGE opens a
+//! Each [`Program`] becomes `void k_<name>(void **args)`, which calls
+//! `static void k_<name>_body(T *UK_RESTRICT p0, …)` with `args[i]` cast to param `i`'s
+//! element pointer type. `UK_RESTRICT` is `restrict` unless the unit is compiled with it
+//! defined empty (the CPU runtime does that for launches whose buffers alias). Every instruction renders to one statement `T vN = …;` (RANGE opens a
 //! `for`, END closes it), so the text follows the program line by line.
 //!
 //! Storage types: bool → `uint8_t` (0/1), ints → `intN_t`/`uintN_t`, float32 → `float`,
@@ -13,7 +15,8 @@
 //!   (no signed overflow); FLOORDIV/FLOORMOD are written out (`uk_floordiv_i32`, …);
 //! * float32/float64 arithmetic is IEEE in the native type, MULACC is `fmaf`/`fma`, and each
 //!   arithmetic NaN is replaced by the canonical quiet NaN with the sign clear (x86 would
-//!   produce a negative "default NaN"); NEG is a sign-bit flip, MAX/WHERE move bits;
+//!   produce a negative "default NaN") — in C where its bits are observed ([`super::nan`],
+//!   `defer_nan`), in CUDA/HIP after every op; NEG is a sign-bit flip, MAX/WHERE move bits;
 //! * float16/bfloat16/fp8 are decoded exactly to double, computed there, and rounded once by
 //!   the prelude's own round-to-nearest-even (`uk_sf_*`, a transcription of
 //!   `scalar::round`), with TwoSum/FMA remainders where the exact result is not a double;
@@ -675,7 +678,14 @@ mod tests {
     fn renders_one_statement_per_instruction() {
         let src = render_c(&[add_kernel("add32", DType::Int32)]);
         assert!(src.contains("void k_add32(void **args) {"), "{src}");
-        assert!(src.contains("int32_t *v0 = (int32_t *)args[0];"));
+        assert!(src.contains("int32_t *v0 = p0;"), "{src}");
+        assert!(
+            src.contains("static void k_add32_body(int32_t *UK_RESTRICT p0, int32_t *UK_RESTRICT p1, int32_t *UK_RESTRICT p2) {"),
+            "{src}"
+        );
+        assert!(src.contains(
+            "void k_add32(void **args) { (void)args; k_add32_body((int32_t *)args[0], (int32_t *)args[1], (int32_t *)args[2]); }"
+        ));
         assert!(src.contains("for (int64_t v4 = 0; v4 < (int64_t)v3; v4++) {"));
         assert!(
             src.contains("int32_t v9 = (int32_t)((uint32_t)v7 + (uint32_t)v8);"),
@@ -698,7 +708,14 @@ mod tests {
             s1.contains("uint16_t v9 = (uint16_t)uk_sf_add(v7, v8, UK_F16);"),
             "{s1}"
         );
-        assert!(s1.contains("float v9 = uk_canon_f32(v7 + v8);"), "{s1}");
+        // defer_nan: the sum is canonicalized where it is stored.
+        assert!(s1.contains("float v9 = (v7 + v8);"), "{s1}");
+        assert!(s1.contains("*v10 = uk_canon_f32(v9);"), "{s1}");
+        let eager = CStyle::C_EAGER_NAN.source(&progs);
+        assert!(
+            eager.contains("float v9 = uk_canon_f32(v7 + v8);"),
+            "{eager}"
+        );
     }
 
     #[test]

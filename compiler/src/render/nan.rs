@@ -85,8 +85,7 @@ fn canonicalizing(op: Op) -> bool {
     let Some(info) = op.info() else {
         return false;
     };
-    if !info.classes.float || info.is_comparison() || matches!(op, Op::WHERE | Op::NEG | Op::MAX)
-    {
+    if !info.classes.float || info.is_comparison() || matches!(op, Op::WHERE | Op::NEG | Op::MAX) {
         return false;
     }
     matches!(
@@ -121,11 +120,15 @@ pub fn plan(p: &Program) -> NanPlan {
         let mut changed = false;
         for (i, inst) in p.insts.iter().enumerate() {
             let bad_store = match inst.op {
-                Op::STORE => inst.src.first().and_then(|s| reg_of(p, s.index())).filter(|_| {
-                    inst.src
-                        .get(1)
-                        .is_some_and(|v| !plan.class[v.index()].stands())
-                }),
+                Op::STORE => inst
+                    .src
+                    .first()
+                    .and_then(|s| reg_of(p, s.index()))
+                    .filter(|_| {
+                        inst.src
+                            .get(1)
+                            .is_some_and(|v| !plan.class[v.index()].stands())
+                    }),
                 // A gated load from a register is left eager.
                 Op::LOAD if inst.src.len() == 3 => {
                     inst.src.first().and_then(|s| reg_of(p, s.index()))
@@ -184,7 +187,11 @@ fn classify(p: &Program, deferred_reg: &[bool]) -> NanPlan {
                             !x.is_nan() || bits == 0x7ff8_0000_0000_0000
                         }
                     };
-                    class[i] = if canon_nan { Class::Canon } else { Class::Exact };
+                    class[i] = if canon_nan {
+                        Class::Canon
+                    } else {
+                        Class::Exact
+                    };
                 }
             }
             Op::LOAD => {
@@ -226,7 +233,11 @@ fn classify(p: &Program, deferred_reg: &[bool]) -> NanPlan {
                     deferred_op[i] = true;
                     class[i] = Class::Deferred;
                 } else if wide && matches!(op, Op::MAX | Op::WHERE) {
-                    let vals: Vec<usize> = if op == Op::WHERE { vec![1, 2] } else { vec![0, 1] };
+                    let vals: Vec<usize> = if op == Op::WHERE {
+                        vec![1, 2]
+                    } else {
+                        vec![0, 1]
+                    };
                     let all_stand = vals.iter().all(|&k| cls(k).stands());
                     let any_deferred = vals.iter().any(|&k| cls(k) == Class::Deferred);
                     if all_stand {
