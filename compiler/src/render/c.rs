@@ -1,7 +1,9 @@
 //! The C renderer: kernel programs → one C translation unit.
 //!
-//! Each [`Program`] becomes `void k_<name>(void **args)`; param `i` is `args[i]` cast to its
-//! element pointer type. Every instruction renders to one statement `T vN = …;` (RANGE opens a
+//! Each [`Program`] becomes `void k_<name>(void **args)`, which calls
+//! `static void k_<name>_body(T *UK_RESTRICT p0, …)` with `args[i]` cast to param `i`'s
+//! element pointer type. `UK_RESTRICT` is `restrict` unless the unit is compiled with it
+//! defined empty (the CPU runtime does that for launches whose buffers alias). Every instruction renders to one statement `T vN = …;` (RANGE opens a
 //! `for`, END closes it), so the text follows the program line by line.
 //!
 //! Storage types: bool → `uint8_t` (0/1), ints → `intN_t`/`uintN_t`, float32 → `float`,
@@ -13,7 +15,8 @@
 //!   (no signed overflow); FLOORDIV/FLOORMOD are written out (`uk_floordiv_i32`, …);
 //! * float32/float64 arithmetic is IEEE in the native type, MULACC is `fmaf`/`fma`, and each
 //!   arithmetic NaN is replaced by the canonical quiet NaN with the sign clear (x86 would
-//!   produce a negative "default NaN"); NEG is a sign-bit flip, MAX/WHERE move bits;
+//!   produce a negative "default NaN") — in C where its bits are observed ([`super::nan`],
+//!   `defer_nan`), in CUDA/HIP after every op; NEG is a sign-bit flip, MAX/WHERE move bits;
 //! * float16/bfloat16/fp8 are decoded exactly to double, computed there, and rounded once by
 //!   the prelude's own round-to-nearest-even (`uk_sf_*`, a transcription of
 //!   `scalar::round`), with TwoSum/FMA remainders where the exact result is not a double;
@@ -34,7 +37,7 @@ use uopkit_interp::ir::{DType, Op};
 use uopkit_interp::kernel::{InstId, KArg, Program};
 use uopkit_interp::scalar::cast::{mask, to_i128};
 
-use super::{gpu, KernelSig, Lang, Launch, RenderError, Renderer, Unit};
+use super::{gpu, nan, KernelSig, Lang, Launch, RenderError, Renderer, Unit};
 
 /// The prelude of helpers every unit starts with (see `prelude.h`).
 pub const PRELUDE: &str = include_str!("prelude.h");
@@ -46,12 +49,28 @@ pub const PRELUDE: &str = include_str!("prelude.h");
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct CStyle {
     lang: Lang,
+    /// Canonicalize NaNs only where their bits are observed ([`super::nan`]).
+    defer_nan: bool,
 }
 
 impl CStyle {
-    pub const C: CStyle = CStyle { lang: Lang::C };
-    pub const CUDA: CStyle = CStyle { lang: Lang::Cuda };
-    pub const HIP: CStyle = CStyle { lang: Lang::Hip };
+    pub const C: CStyle = CStyle {
+        lang: Lang::C,
+        defer_nan: true,
+    };
+    /// C canonicalizing after every float op (the renderer without `defer_nan`).
+    pub const C_EAGER_NAN: CStyle = CStyle {
+        lang: Lang::C,
+        defer_nan: false,
+    };
+    pub const CUDA: CStyle = CStyle {
+        lang: Lang::Cuda,
+        defer_nan: false,
+    };
+    pub const HIP: CStyle = CStyle {
+        lang: Lang::Hip,
+        defer_nan: false,
+    };
 
     /// The unit's text: a header comment, the prelude once, then one function per program.
     /// Deterministic: the same programs give the same text.
@@ -223,18 +242,50 @@ fn render_program(d: &CStyle, out: &mut String, p: &Program) {
     let _ = writeln!(out, "/* kernel {} */", p.name.replace("*/", "* /"));
     match d.lang {
         Lang::C => {
-            let _ = writeln!(out, "void {}(void **args) {{", c_symbol(&p.name));
+            // The body takes the params as `UK_RESTRICT` pointers (the runtime compiles a
+            // variant without them for launches whose buffers alias, see runtime::cpu);
+            // the entry point unpacks `args`.
+            let sym = c_symbol(&p.name);
+            let params: Vec<String> = p
+                .params
+                .iter()
+                .enumerate()
+                .map(|(s, decl)| format!("{} *UK_RESTRICT p{s}", ctype(decl.dtype)))
+                .collect();
+            let call: Vec<String> = p
+                .params
+                .iter()
+                .enumerate()
+                .map(|(s, decl)| format!("({} *)args[{s}]", ctype(decl.dtype)))
+                .collect();
+            let plist = if params.is_empty() {
+                "void".to_string()
+            } else {
+                params.join(", ")
+            };
+            let _ = writeln!(out, "static void {sym}_body({plist});");
+            let _ = writeln!(
+                out,
+                "void {sym}(void **args) {{ (void)args; {sym}_body({}); }}",
+                call.join(", ")
+            );
+            let _ = writeln!(out, "static void {sym}_body({plist}) {{");
         }
         _ => {
             let _ = writeln!(out, "{} {{", gpu::signature(p));
         }
     }
+    let nan = if d.defer_nan {
+        nan::plan(p)
+    } else {
+        nan::NanPlan::eager(p)
+    };
     let mut depth = 1usize;
     for (i, inst) in p.insts.iter().enumerate() {
         if inst.op == Op::END {
             depth = depth.saturating_sub(1).max(1);
         }
-        let line = match render_inst(d, p, i) {
+        let line = match render_inst(d, p, i, &nan) {
             Ok(line) => line,
             Err(msg) => format!(
                 "#error \"uopkit {} renderer: v{i}: {}\"",
@@ -255,7 +306,7 @@ fn render_program(d: &CStyle, out: &mut String, p: &Program) {
     out.push_str("}\n");
 }
 
-fn render_inst(d: &CStyle, p: &Program, i: usize) -> Result<String, String> {
+fn render_inst(d: &CStyle, p: &Program, i: usize, nan: &nan::NanPlan) -> Result<String, String> {
     // The dialect's own instructions (launch indices, barriers, shared memory, params).
     if let Some(line) = gpu::inst(d.lang, p, i) {
         return line;
@@ -277,6 +328,16 @@ fn render_inst(d: &CStyle, p: &Program, i: usize) -> Result<String, String> {
         Ok(id)
     };
     let sdt = |k: usize| -> Result<DType, String> { Ok(p.inst(src(k)?).dtype) };
+    // Operand k as a value: canonicalized here when the NaN plan says this use reads bits.
+    let val = |k: usize| -> Result<String, String> {
+        let id = src(k)?;
+        let canon = nan.canon_at.get(i).and_then(|c| c.get(k)).copied() == Some(true);
+        Ok(match p.inst(id).dtype {
+            DType::Float32 if canon => format!("uk_canon_f32({})", v(id)),
+            DType::Float64 if canon => format!("uk_canon_f64({})", v(id)),
+            _ => v(id),
+        })
+    };
     let t = ctype(dt);
     Ok(match inst.op {
         Op::PARAM => {
@@ -289,7 +350,7 @@ fn render_inst(d: &CStyle, p: &Program, i: usize) -> Result<String, String> {
                     p.params.len()
                 ));
             }
-            format!("{t} *{name} = ({t} *)args[{slot}];")
+            format!("{t} *{name} = p{slot};")
         }
         Op::BUFFER => {
             let KArg::Reg(n) = inst.arg else {
@@ -318,24 +379,26 @@ fn render_inst(d: &CStyle, p: &Program, i: usize) -> Result<String, String> {
                 "{t} {name} = {} ? *{} : {};",
                 v(src(2)?),
                 v(src(0)?),
-                v(src(1)?)
+                val(1)?
             ),
             n => return Err(format!("LOAD with {n} sources")),
         },
         Op::STORE => match inst.src.len() {
-            2 => format!("*{} = {};", v(src(0)?), v(src(1)?)),
-            3 => format!("if ({}) *{} = {};", v(src(2)?), v(src(0)?), v(src(1)?)),
+            2 => format!("*{} = {};", v(src(0)?), val(1)?),
+            3 => format!("if ({}) *{} = {};", v(src(2)?), v(src(0)?), val(1)?),
             n => return Err(format!("STORE with {n} sources")),
         },
-        Op::CAST => format!("{t} {name} = {};", cast_expr(sdt(0)?, dt, &v(src(0)?))?),
+        Op::CAST => format!("{t} {name} = {};", cast_expr(sdt(0)?, dt, &val(0)?)?),
         Op::BITCAST => {
             let from = sdt(0)?;
             if from.bits() != dt.bits() || from.is_bool() || dt.is_bool() || dt == DType::Void {
                 return Err(format!("BITCAST {from} -> {dt}"));
             }
+            // A deferred NaN is canonicalized into a temporary first (BITCAST reads bits).
             format!(
-                "{t} {name}; memcpy(&{name}, &{}, sizeof {name});",
-                v(src(0)?)
+                "{t} {name}; {{ {} b_ = {}; memcpy(&{name}, &b_, sizeof {name}); }}",
+                ctype(from),
+                val(0)?
             )
         }
         op if op.is_alu() => {
@@ -346,12 +409,11 @@ fn render_inst(d: &CStyle, p: &Program, i: usize) -> Result<String, String> {
             } else {
                 3
             };
-            let args: Vec<String> = (0..arity)
-                .map(|k| src(k).map(v))
-                .collect::<Result<_, _>>()?;
+            let args: Vec<String> = (0..arity).map(val).collect::<Result<_, _>>()?;
             // The dtype the op computes in: the operands' (the branches' for WHERE).
             let odt = if op == Op::WHERE { dt } else { sdt(0)? };
-            format!("{t} {name} = {};", alu_expr(op, odt, &args)?)
+            let canon = !nan.deferred_op.get(i).copied().unwrap_or(false);
+            format!("{t} {name} = {};", alu_expr(op, odt, &args, canon)?)
         }
         op => {
             return Err(format!(
@@ -432,7 +494,9 @@ fn cast_expr(from: DType, to: DType, a: &str) -> Result<String, String> {
     })
 }
 
-fn alu_expr(op: Op, dt: DType, a: &[String]) -> Result<String, String> {
+/// `canon`: canonicalize a float32/float64 arithmetic NaN result here (off where the NaN
+/// plan defers it).
+fn alu_expr(op: Op, dt: DType, a: &[String], canon: bool) -> Result<String, String> {
     let t = ctype(dt);
     let bad = || Err(format!("{op} is not defined on {dt}"));
     // The spelling comes from the op table (`ir::table`); ops marked `Custom` are written here.
@@ -516,8 +580,14 @@ fn alu_expr(op: Op, dt: DType, a: &[String]) -> Result<String, String> {
         }
         k @ (Kind::F32 | Kind::F64) => {
             let f32_ = k == Kind::F32;
-            let canon = if f32_ { "uk_canon_f32" } else { "uk_canon_f64" };
-            let c = |e: String| format!("{canon}({e})");
+            let canon_fn = if f32_ { "uk_canon_f32" } else { "uk_canon_f64" };
+            let c = |e: String| {
+                if canon {
+                    format!("{canon_fn}({e})")
+                } else {
+                    format!("({e})")
+                }
+            };
             // A libm call in double, rounded to the dtype.
             let libm = |call: String| {
                 if f32_ {
@@ -608,7 +678,14 @@ mod tests {
     fn renders_one_statement_per_instruction() {
         let src = render_c(&[add_kernel("add32", DType::Int32)]);
         assert!(src.contains("void k_add32(void **args) {"), "{src}");
-        assert!(src.contains("int32_t *v0 = (int32_t *)args[0];"));
+        assert!(src.contains("int32_t *v0 = p0;"), "{src}");
+        assert!(
+            src.contains("static void k_add32_body(int32_t *UK_RESTRICT p0, int32_t *UK_RESTRICT p1, int32_t *UK_RESTRICT p2) {"),
+            "{src}"
+        );
+        assert!(src.contains(
+            "void k_add32(void **args) { (void)args; k_add32_body((int32_t *)args[0], (int32_t *)args[1], (int32_t *)args[2]); }"
+        ));
         assert!(src.contains("for (int64_t v4 = 0; v4 < (int64_t)v3; v4++) {"));
         assert!(
             src.contains("int32_t v9 = (int32_t)((uint32_t)v7 + (uint32_t)v8);"),
@@ -631,7 +708,14 @@ mod tests {
             s1.contains("uint16_t v9 = (uint16_t)uk_sf_add(v7, v8, UK_F16);"),
             "{s1}"
         );
-        assert!(s1.contains("float v9 = uk_canon_f32(v7 + v8);"), "{s1}");
+        // defer_nan: the sum is canonicalized where it is stored.
+        assert!(s1.contains("float v9 = (v7 + v8);"), "{s1}");
+        assert!(s1.contains("*v10 = uk_canon_f32(v9);"), "{s1}");
+        let eager = CStyle::C_EAGER_NAN.source(&progs);
+        assert!(
+            eager.contains("float v9 = uk_canon_f32(v7 + v8);"),
+            "{eager}"
+        );
     }
 
     #[test]

@@ -11,6 +11,7 @@
 
 pub mod c;
 pub mod gpu;
+pub mod nan;
 
 use uopkit_interp::ir::Op;
 use uopkit_interp::kernel::{KArg, ParamDecl, Program};

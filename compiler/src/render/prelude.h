@@ -3,6 +3,11 @@
 #include <string.h>
 #include <math.h>
 
+/* Kernel params are restrict unless the unit is compiled for aliasing buffers. */
+#ifndef UK_RESTRICT
+#define UK_RESTRICT restrict
+#endif
+
 /* Narrow float formats as (exponent bits, mantissa bits, has infinities). */
 #define UK_F16 5, 10, 1
 #define UK_BF16 8, 7, 1

@@ -5,6 +5,11 @@
 //! and a lock that orders all operations on it, as a stream would on a GPU: kernels run
 //! synchronously on the calling thread while the lock is held.
 //!
+//! Kernel params are `restrict` in the C the renderer writes (`UK_RESTRICT`). A launch
+//! whose arguments alias (the same buffer in two param slots) runs the unit compiled once
+//! more with `#define UK_RESTRICT` empty instead, made on first need: `restrict` is only
+//! ever in effect for buffers that do not share memory.
+//!
 //! Every kernel launch (like every `dlopen` in [`CCompiler`]) runs inside an
 //! [`FpGuard`]: a kernel that changes the thread's FP control state (flush-to-zero,
 //! rounding) has it restored, and the change is recorded for
@@ -52,15 +57,51 @@ struct CpuProgram {
     /// `Some` until dropped.
     lib: Option<Arc<Library>>,
     kernels: BTreeMap<String, KernelFn>,
+    /// The unit, for the variant without `restrict`.
+    unit: Unit,
+    /// The variant without `restrict` (for launches whose buffers alias), once made.
+    aliasing: Mutex<Option<Box<CpuProgram>>>,
 }
+
+/// The preamble that compiles a unit without `restrict` on kernel params.
+pub const NO_RESTRICT: &str = "#define UK_RESTRICT /* aliasing buffers: no restrict */\n";
 
 impl Drop for CpuProgram {
     /// The last reference unloads the library, running its destructors: guarded too.
     fn drop(&mut self) {
+        let alias = self.aliasing.get_mut().map(|a| a.take()).unwrap_or(None);
+        drop(alias);
         let fp = FpGuard::new();
         drop(self.lib.take());
         fp.restore_and_record(|| "the unloading of a kernel library".into());
     }
+}
+
+/// Loads `source` with `compiler` and looks up every kernel of `unit`.
+fn load_program(compiler: &CCompiler, unit: &Unit, source: &str) -> Result<CpuProgram> {
+    let (lib, path) = compiler.load(source)?;
+    let mut kernels = BTreeMap::new();
+    for k in &unit.kernels {
+        // SAFETY: every kernel the C renderer emits has the `KernelFn` signature.
+        let f = unsafe { lib.get::<KernelFn>(k.symbol.as_bytes()) }.map_err(|e| Error::Load {
+            path: path.clone(),
+            message: format!("kernel '{}': {e}", k.name),
+        })?;
+        kernels.insert(k.name.clone(), *f);
+    }
+    Ok(CpuProgram {
+        lib: Some(lib),
+        kernels,
+        unit: unit.clone(),
+        aliasing: Mutex::new(None),
+    })
+}
+
+/// Whether two of `ptrs` are the same memory (CPU allocations never overlap otherwise).
+pub fn any_alias(ptrs: &[*mut c_void]) -> bool {
+    let mut seen: Vec<usize> = ptrs.iter().map(|p| *p as usize).collect();
+    seen.sort_unstable();
+    seen.windows(2).any(|w| w[0] == w[1])
 }
 
 /// One CPU device.
@@ -169,35 +210,28 @@ impl Device for CpuDevice {
                 unit.lang
             )));
         }
-        let (lib, path) = self.compiler.load(&unit.source)?;
-        let mut kernels = BTreeMap::new();
-        for k in &unit.kernels {
-            // SAFETY: every kernel the C renderer emits has the `KernelFn` signature.
-            let f =
-                unsafe { lib.get::<KernelFn>(k.symbol.as_bytes()) }.map_err(|e| Error::Load {
-                    path: path.clone(),
-                    message: format!("kernel '{}': {e}", k.name),
-                })?;
-            kernels.insert(k.name.clone(), *f);
-        }
-        let prog = CpuProgram {
-            lib: Some(lib),
-            kernels,
-        };
+        let prog = load_program(&self.compiler, unit, &unit.source)?;
         Ok(Compiled::new("CPU", unit.kernels.clone(), Arc::new(prog)))
     }
 
     fn launch(&self, prog: &Compiled, kernel: &str, args: &[&Buffer]) -> Result<()> {
         let (cpu, sig) = super::program_for::<CpuProgram>(prog, kernel, &self.name, |_| true)?;
-        let f = *cpu
-            .kernels
-            .get(kernel)
-            .ok_or_else(|| Error::UnknownKernel(kernel.to_string()))?;
         super::check_args(sig, args)?;
         let mut ptrs = Vec::with_capacity(args.len());
         for buf in args {
             ptrs.push(self.mem(buf)?.ptr.as_ptr() as *mut c_void);
         }
+        let f = if any_alias(&ptrs) {
+            let mut slot = cpu.aliasing.lock().unwrap_or_else(|e| e.into_inner());
+            if slot.is_none() {
+                let source = format!("{NO_RESTRICT}{}", cpu.unit.source);
+                *slot = Some(Box::new(load_program(&self.compiler, &cpu.unit, &source)?));
+            }
+            slot.as_ref().and_then(|p| p.kernels.get(kernel).copied())
+        } else {
+            cpu.kernels.get(kernel).copied()
+        }
+        .ok_or_else(|| Error::UnknownKernel(kernel.to_string()))?;
         let _g = self.guard();
         let fp = FpGuard::new();
         // SAFETY: the kernel accesses param i within its declared size (the renderer's
