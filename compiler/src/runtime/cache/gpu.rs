@@ -233,6 +233,7 @@ pub fn mapped_library(prefix: &str) -> Option<PathBuf> {
 
 /// The file the code at `addr` was loaded from (`dladdr`).
 pub fn library_of(addr: *const std::ffi::c_void) -> Option<PathBuf> {
+    // SAFETY: Dl_info is a plain C struct of pointers, for which all-zero is valid.
     let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
     // SAFETY: dladdr only reads the loader's tables; `info` is a valid out-pointer.
     if unsafe { libc::dladdr(addr, &mut info) } == 0 || info.dli_fname.is_null() {

@@ -36,7 +36,10 @@
 //! * A failed compile keeps the source as `k_<key>.c` and reports its path with the
 //!   compiler's stderr.
 //! * Inspection for a CLI: [`stats`], [`clean`] (only uopkit's own files: `k_*.so`,
-//!   `k_*.meta`, `k_*.c`, `.k_*.tmp`), [`clean_stale_temps`].
+//!   `k_*.gpu`, `k_*.meta`, `k_*.c`, `.k_*.tmp`), [`clean_stale_temps`].
+//! * The GPU compilers (NVRTC, hiprtc) keep their images in the same directory, as
+//!   `k_<key>.gpu` entries with the same trailer and checks ([`gpu`], [`GpuCache`]); reads,
+//!   checks and atomic writes of entries are one implementation for both (`store.rs`).
 //!
 //! Loaded libraries are not unloaded while a compiler or a compiled unit holds them
 //! (kernels may run on other threads).
