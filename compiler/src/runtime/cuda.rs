@@ -135,19 +135,46 @@ pub fn nvrtc_options(arch: &str) -> Vec<String> {
     o
 }
 
-/// How many times this process ran NVRTC (the rest were answered by [`nvrtc_compile`]'s
-/// per-process cache).
+/// How many times this process ran NVRTC (the rest were answered by the GPU compile cache,
+/// in memory or on disk: [`super::cache::GpuCache`]).
 pub fn nvrtc_compiles() -> u64 {
     NVRTC_COMPILES.load(Ordering::Relaxed)
 }
 
 static NVRTC_COMPILES: AtomicU64 = AtomicU64::new(0);
 
-/// Compiles a CUDA unit with NVRTC for `arch` (once per source and architecture in a
-/// process; rejected units are not kept): a CUBIN for a real architecture (`sm_*`), a
-/// NUL-terminated PTX text for a virtual one (`compute_*`); either is a module image the
-/// driver loads. A rejected unit is [`Error::GpuCompile`] with NVRTC's log.
+/// NVRTC's identity for the compile cache: its version and its library files (the
+/// `libnvrtc` this process mapped, and the `libnvrtc-builtins` beside it). Found once; None
+/// if the library file cannot be found (then nothing is cached on disk).
+fn nvrtc_identity() -> Option<&'static str> {
+    static ID: OnceLock<Option<String>> = OnceLock::new();
+    ID.get_or_init(|| {
+        let (major, minor) = nvrtc_version().ok()?;
+        let lib = super::cache::gpu::mapped_library("libnvrtc.")?;
+        super::cache::gpu::library_identity(
+            &format!("NVRTC {major}.{minor}"),
+            &lib,
+            &["libnvrtc-builtins"],
+        )
+    })
+    .as_deref()
+}
+
+/// Compiles a CUDA unit with NVRTC for `arch`, through the process-wide compile cache
+/// ([`nvrtc_compile_in`] with [`super::cache::GpuCache::global`]).
 pub fn nvrtc_compile(unit: &Unit, arch: &str) -> Result<Vec<u8>> {
+    nvrtc_compile_in(unit, arch, super::cache::GpuCache::global())
+}
+
+/// Compiles a CUDA unit with NVRTC for `arch`, or finds its image in `cache` (in memory,
+/// else checked on disk; rejected units are not kept): a CUBIN for a real architecture
+/// (`sm_*`), a NUL-terminated PTX text for a virtual one (`compute_*`); either is a module
+/// image the driver loads. A rejected unit is [`Error::GpuCompile`] with NVRTC's log.
+pub fn nvrtc_compile_in(
+    unit: &Unit,
+    arch: &str,
+    cache: &super::cache::GpuCache,
+) -> Result<Vec<u8>> {
     if unit.lang != Lang::Cuda {
         return Err(Error::Unsupported(format!(
             "NVRTC compiles CUDA C, not {}",
@@ -165,40 +192,39 @@ pub fn nvrtc_compile(unit: &Unit, arch: &str) -> Result<Vec<u8>> {
         log,
         source_path: super::keep_rejected_source(&unit.source, "cu"),
     };
-    // One compile per (source, architecture) in a process: a schedule over CUDA:0..n
-    // compiles its unit once, not once per device.
-    type Images = BTreeMap<([u8; 32], String), Arc<Vec<u8>>>;
-    static IMAGES: OnceLock<Mutex<Images>> = OnceLock::new();
-    let key = {
-        use sha2::Digest as _;
-        (
-            sha2::Sha256::digest(unit.source.as_bytes()).into(),
-            arch.to_string(),
-        )
+    // One compile per (source, options, NVRTC build): a schedule over CUDA:0..n compiles its
+    // unit once, not once per device, and a unit compiled by an earlier process is read back.
+    let compiler = super::cache::gpu::GpuCompiler {
+        name: NVRTC,
+        identity: nvrtc_identity(),
+        options: &options,
     };
-    let images = IMAGES.get_or_init(|| Mutex::new(BTreeMap::new()));
-    if let Some(image) = images.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
-        return Ok(image.as_ref().clone());
-    }
-    let src = CString::new(unit.source.as_bytes())
-        .map_err(|_| rejected("the source contains a NUL byte".into()))?;
+    cache.image(&compiler, &unit.source, || {
+        let src = CString::new(unit.source.as_bytes())
+            .map_err(|_| rejected("the source contains a NUL byte".into()))?;
+        nvrtc_run(&src, &options, arch)?.map_err(rejected)
+    })
+}
+
+/// One NVRTC compile of `src`: the image, or the log (the program is always destroyed); an
+/// [`Error::Unavailable`] if NVRTC could not be called.
+fn nvrtc_run(
+    src: &CString,
+    options: &[String],
+    arch: &str,
+) -> Result<std::result::Result<Vec<u8>, String>> {
     let name = c"uopkit.cu";
-    let image = guarded(NVRTC, || {
-        let prog = nv::create_program(&src, Some(name)).map_err(|e| Error::Unavailable {
+    guarded(NVRTC, || {
+        let prog = nv::create_program(src, Some(name)).map_err(|e| Error::Unavailable {
             what: NVRTC,
             reason: format!("nvrtcCreateProgram failed: {e:?}"),
         })?;
         NVRTC_COMPILES.fetch_add(1, Ordering::Relaxed);
-        let out = compile_program(prog, &options, arch.starts_with("sm_"));
+        let out = compile_program(prog, options, arch.starts_with("sm_"));
         // SAFETY: `prog` came from nvrtcCreateProgram and is destroyed once.
         let _ = unsafe { nv::destroy_program(prog) };
-        out.map_err(rejected)
-    })?;
-    images
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .insert(key, Arc::new(image.clone()));
-    Ok(image)
+        Ok(out)
+    })
 }
 
 /// Compiles `prog` and returns its image (CUBIN or PTX), or the log.

@@ -371,6 +371,8 @@ struct Rtc {
     get_code: unsafe extern "C" fn(Handle, *mut c_char) -> Code,
     destroy_program: unsafe extern "C" fn(*mut Handle) -> Code,
     get_error_string: unsafe extern "C" fn(Code) -> *const c_char,
+    /// `hiprtcVersion`, where the library has it (for the compile cache's key).
+    version: Option<unsafe extern "C" fn(*mut c_int, *mut c_int) -> Code>,
     /// Held from hiprtcCreateProgram to hiprtcDestroyProgram: ROCm 5.2's hiprtc crashes
     /// (SIGSEGV) when two threads compile at once, so compiles are serialized.
     serial: Mutex<()>,
@@ -392,6 +394,7 @@ impl Rtc {
                 get_code: sym(&lib, path, "hiprtcGetCode")?,
                 destroy_program: sym(&lib, path, "hiprtcDestroyProgram")?,
                 get_error_string: sym(&lib, path, "hiprtcGetErrorString")?,
+                version: sym(&lib, path, "hiprtcVersion").ok(),
                 serial: Mutex::new(()),
                 path: path.to_string(),
                 _lib: lib,
@@ -451,9 +454,63 @@ pub fn hiprtc_options(arch: &str) -> Vec<String> {
 }
 
 /// Compiles `unit` (a [`super::Lang::Hip`] unit) with hiprtc for the architecture
-/// [`hip_arch`] names; returns the code object.
+/// [`hip_arch`] names; returns the code object. Through the process-wide compile cache.
 pub fn hiprtc_compile(unit: &Unit) -> Result<Vec<u8>> {
-    hiprtc_compile_for(unit, &hip_arch())
+    hiprtc_compile_for(unit, &hip_arch(), super::cache::GpuCache::global())
+}
+
+/// [`hiprtc_compile`] for an explicit architecture, through `cache` (in memory, else
+/// checked on disk; rejected units are not kept).
+pub fn hiprtc_compile_in(
+    unit: &Unit,
+    arch: &str,
+    cache: &super::cache::GpuCache,
+) -> Result<Vec<u8>> {
+    hiprtc_compile_for(unit, arch, cache)
+}
+
+/// The environment variables hiprtc (or the code-object manager under it) reads to change a
+/// compile: part of the cache key.
+const HIPRTC_ENV: &[&str] = &[
+    "HIPRTC_COMPILE_OPTIONS_APPEND",
+    "HIPRTC_LINK_OPTIONS_APPEND",
+    "HIP_CLANG_PATH",
+    "HIP_DEVICE_LIB_PATH",
+    "ROCM_PATH",
+    "HIP_PATH",
+    "AMD_COMGR_SAVE_TEMPS",
+    "AMD_COMGR_REDIRECT_LOGS",
+    "AMD_COMGR_EMIT_VERBOSE_LOGS",
+];
+
+/// hiprtc's identity for the compile cache: its version, the environment it reads, and its
+/// library files (the one its symbols came from, and the hiprtc builtins and code-object
+/// manager libraries beside it). Found once; None if the library file cannot be found.
+fn hiprtc_identity(rtc: &Rtc) -> Option<&'static str> {
+    static ID: OnceLock<Option<String>> = OnceLock::new();
+    ID.get_or_init(|| {
+        let (mut major, mut minor) = (0, 0);
+        let version = match rtc.version {
+            // SAFETY: two valid out-pointers.
+            Some(f) if unsafe { f(&mut major, &mut minor) } == 0 => {
+                format!("hiprtc {major}.{minor}")
+            }
+            _ => "hiprtc (no version)".into(),
+        };
+        let mut head = version;
+        for v in HIPRTC_ENV {
+            if let Some(x) = std::env::var_os(v) {
+                head.push_str(&format!("\n{v}={}", x.to_string_lossy()));
+            }
+        }
+        let lib = super::cache::gpu::library_of(rtc.compile_program as *const c_void)?;
+        super::cache::gpu::library_identity(
+            &head,
+            &lib,
+            &["libhiprtc", "libamd_comgr", "libamdhip64"],
+        )
+    })
+    .as_deref()
 }
 
 /// A hiprtc program, destroyed when dropped.
@@ -499,8 +556,8 @@ impl RtcProgram<'_> {
     }
 }
 
-/// [`hiprtc_compile`] for an explicit architecture.
-fn hiprtc_compile_for(unit: &Unit, arch: &str) -> Result<Vec<u8>> {
+/// [`hiprtc_compile`] for an explicit architecture, through `cache`.
+fn hiprtc_compile_for(unit: &Unit, arch: &str, cache: &super::cache::GpuCache) -> Result<Vec<u8>> {
     if unit.lang != Lang::Hip {
         return Err(Error::Unsupported(format!(
             "hiprtc compiles HIP units, not {}",
@@ -518,7 +575,32 @@ fn hiprtc_compile_for(unit: &Unit, arch: &str) -> Result<Vec<u8>> {
         log,
         source_path: super::keep_rejected_source(&unit.source, "hip"),
     };
-    let source = CString::new(unit.source.as_str())
+    let compiler = super::cache::gpu::GpuCompiler {
+        name: "hiprtc",
+        identity: hiprtc_identity(rtc),
+        options: &options,
+    };
+    cache.image(&compiler, &unit.source, || {
+        hiprtc_run(rtc, &unit.source, &options, rejected)
+    })
+}
+
+/// How many times this process ran hiprtc (the rest were answered by the compile cache).
+pub fn hiprtc_compiles() -> u64 {
+    HIPRTC_COMPILES.load(Ordering::Relaxed)
+}
+
+static HIPRTC_COMPILES: AtomicU64 = AtomicU64::new(0);
+
+/// One hiprtc compile (serialized: see [`Rtc::serial`]): the code object, or `rejected` of
+/// the log.
+fn hiprtc_run(
+    rtc: &Rtc,
+    source: &str,
+    options: &[String],
+    rejected: impl Fn(String) -> Error,
+) -> Result<Vec<u8>> {
+    let source = CString::new(source)
         .map_err(|e| rejected(format!("the source has a NUL byte at {}", e.nul_position())))?;
     let c_options: Vec<CString> = options
         .iter()
@@ -528,6 +610,7 @@ fn hiprtc_compile_for(unit: &Unit, arch: &str) -> Result<Vec<u8>> {
     let option_ptrs: Vec<*const c_char> = c_options.iter().map(|o| o.as_ptr()).collect();
     // Declared before `prog`, so released after the program is destroyed.
     let _serial = lock(&rtc.serial);
+    HIPRTC_COMPILES.fetch_add(1, Ordering::Relaxed);
     let mut prog: Handle = std::ptr::null_mut();
     // SAFETY: NUL-terminated source and name; no headers (count 0, null arrays).
     let code = unsafe {
@@ -788,7 +871,7 @@ impl Device for HipDevice {
     }
 
     fn compile(&self, unit: &Unit) -> Result<Compiled> {
-        let code = hiprtc_compile_for(unit, &self.arch)?;
+        let code = hiprtc_compile_for(unit, &self.arch, super::cache::GpuCache::global())?;
         let g = self.enter()?;
         let mut module: Handle = std::ptr::null_mut();
         // SAFETY: `code` is a complete code object that outlives the call (the runtime copies

@@ -6,7 +6,7 @@ use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use super::entry::check_entry;
+use super::entry::{check_entry, Kind};
 use super::SetupError;
 use crate::runtime::{Error, Result};
 
@@ -106,8 +106,9 @@ pub fn prepare_cache_dir(dir: &Path, require_owner: bool) -> Result<()> {
 /// What a file in a cache directory is to uopkit.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 enum Own {
-    /// `k_*.so`, with the key its name gives (if it has the form `k_<32 hex>.so`).
-    Entry(Option<u128>),
+    /// `k_*.so` (C) or `k_*.gpu` (GPU image), with the key its name gives (if it has the
+    /// form `k_<32 hex>.<ext>`).
+    Entry(Kind, Option<u128>),
     /// `k_*.meta`, `k_*.c`.
     Other,
     /// `.k_*.tmp`.
@@ -119,11 +120,13 @@ fn own_file(name: &str) -> Option<Own> {
         return Some(Own::Temp);
     }
     let rest = name.strip_prefix("k_")?;
-    if let Some(hex) = rest.strip_suffix(".so") {
-        let key = (hex.len() == 32 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
-            .then(|| u128::from_str_radix(hex, 16).ok())
-            .flatten();
-        return Some(Own::Entry(key));
+    for kind in Kind::ALL {
+        if let Some(hex) = rest.strip_suffix(&format!(".{}", kind.ext())) {
+            let key = (hex.len() == 32 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
+                .then(|| u128::from_str_radix(hex, 16).ok())
+                .flatten();
+            return Some(Own::Entry(kind, key));
+        }
     }
     (rest.ends_with(".meta") || rest.ends_with(".c")).then_some(Own::Other)
 }
@@ -161,8 +164,10 @@ pub struct CacheStats {
     pub dir: PathBuf,
     /// Whether the directory exists (all counts are 0 if not).
     pub exists: bool,
-    /// `k_*.so` files, good or bad.
+    /// Entries, good or bad: `k_*.so` (compiled C) and `k_*.gpu` (GPU images).
     pub entries: usize,
+    /// Of them, GPU images (`k_*.gpu`: NVRTC's and hiprtc's output).
+    pub gpu_entries: usize,
     /// Bytes in all of uopkit's files (entries, kept sources, temporary files).
     pub bytes: u64,
     /// Entries that would not be loaded (truncated, corrupted, swapped, not uopkit's); each is
@@ -174,13 +179,14 @@ pub struct CacheStats {
     pub other_files: usize,
 }
 
-/// Counts `dir`'s files and checks every entry (trailer, checksum, name, ELF header) without
-/// loading any.
+/// Counts `dir`'s files and checks every entry (trailer, checksum, name, ELF header or GPU
+/// image format) without loading any.
 pub fn stats(dir: &Path) -> std::io::Result<CacheStats> {
     let mut s = CacheStats {
         dir: dir.to_path_buf(),
         exists: dir.is_dir(),
         entries: 0,
+        gpu_entries: 0,
         bytes: 0,
         bad_entries: 0,
         temp_files: 0,
@@ -191,17 +197,19 @@ pub fn stats(dir: &Path) -> std::io::Result<CacheStats> {
         match kind {
             Own::Temp => s.temp_files += 1,
             Own::Other => s.other_files += 1,
-            Own::Entry(key) => {
-                s.entries += 1;
+            Own::Entry(kind, key) => {
                 let good = match (key, std::fs::read(&path)) {
-                    (Some(k), Ok(bytes)) => check_entry(&bytes, None, k).is_ok(),
+                    (Some(k), Ok(bytes)) => check_entry(&bytes, None, k, kind).is_ok(),
                     (_, Err(e)) if e.kind() == std::io::ErrorKind::NotFound => {
-                        s.entries -= 1;
                         s.bytes -= md.len();
                         continue;
                     }
                     _ => false,
                 };
+                s.entries += 1;
+                if kind == Kind::GpuImage {
+                    s.gpu_entries += 1;
+                }
                 if !good {
                     s.bad_entries += 1;
                 }
@@ -211,7 +219,7 @@ pub fn stats(dir: &Path) -> std::io::Result<CacheStats> {
     Ok(s)
 }
 
-/// Removes uopkit's own files from `dir` (`k_*.so`, `k_*.meta`, `k_*.c`, `.k_*.tmp`; nothing
+/// Removes uopkit's own files from `dir` (`k_*.so`, `k_*.gpu`, `k_*.meta`, `k_*.c`, `.k_*.tmp`; nothing
 /// else, and never the directory); returns how many were removed. A missing directory has
 /// nothing to remove.
 pub fn clean(dir: &Path) -> std::io::Result<usize> {
@@ -288,9 +296,22 @@ mod tests {
         let k = "0123456789abcdef0123456789abcdef";
         assert_eq!(
             own_file(&format!("k_{k}.so")),
-            Some(Own::Entry(Some(0x0123456789abcdef0123456789abcdef)))
+            Some(Own::Entry(
+                Kind::SharedObject,
+                Some(0x0123456789abcdef0123456789abcdef)
+            ))
         );
-        assert_eq!(own_file("k_zz.so"), Some(Own::Entry(None)));
+        assert_eq!(
+            own_file(&format!("k_{k}.gpu")),
+            Some(Own::Entry(
+                Kind::GpuImage,
+                Some(0x0123456789abcdef0123456789abcdef)
+            ))
+        );
+        assert_eq!(
+            own_file("k_zz.so"),
+            Some(Own::Entry(Kind::SharedObject, None))
+        );
         assert_eq!(own_file(&format!("k_{k}.c")), Some(Own::Other));
         assert_eq!(own_file(&format!("k_{k}.meta")), Some(Own::Other));
         assert_eq!(own_file(&format!(".k_{k}.abc.so.tmp")), Some(Own::Temp));

@@ -1,5 +1,5 @@
 //! The on-disk entry: the compiler's object followed by a checksum trailer, its name from
-//! the key, and the checks made before anything is loaded.
+//! the key and its kind, and the checks made before anything is loaded or returned.
 
 use std::path::{Path, PathBuf};
 
@@ -16,8 +16,42 @@ pub(super) fn key_of(inputs: &[u8; 32]) -> u128 {
     u128::from_be_bytes(k)
 }
 
-pub(super) fn entry_path(dir: &Path, key: u128) -> PathBuf {
-    dir.join(format!("k_{key:032x}.so"))
+/// What an entry holds; the file name's extension says which, and which check its payload
+/// must pass.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(super) enum Kind {
+    /// `k_<key>.so`: a C compiler's ELF shared object ([`check_elf`]).
+    SharedObject,
+    /// `k_<key>.gpu`: a GPU compiler's image: a CUBIN or AMDGPU code object (ELF), a clang
+    /// offload bundle, or NUL-terminated PTX text ([`check_gpu_image`]).
+    GpuImage,
+}
+
+impl Kind {
+    pub(super) const ALL: [Kind; 2] = [Kind::SharedObject, Kind::GpuImage];
+
+    /// The file name's extension, without the dot.
+    pub(super) fn ext(self) -> &'static str {
+        match self {
+            Kind::SharedObject => "so",
+            Kind::GpuImage => "gpu",
+        }
+    }
+
+    fn check(self, payload: &[u8]) -> std::result::Result<(), String> {
+        match self {
+            Kind::SharedObject => {
+                check_elf(payload).map_err(|why| format!("is not a usable shared object ({why})"))
+            }
+            Kind::GpuImage => {
+                check_gpu_image(payload).map_err(|why| format!("is not a GPU image ({why})"))
+            }
+        }
+    }
+}
+
+pub(super) fn entry_path(dir: &Path, key: u128, kind: Kind) -> PathBuf {
+    dir.join(format!("k_{key:032x}.{}", kind.ext()))
 }
 
 fn checksum(inputs: &[u8; 32], object: &[u8]) -> [u8; 32] {
@@ -37,12 +71,14 @@ pub(super) fn trailer(inputs: &[u8; 32], object: &[u8]) -> Vec<u8> {
     t
 }
 
-/// Checks a whole entry file; returns the object's length, or what is wrong. `inputs`, when
-/// known, must equal the trailer's digest; the file's key must be the digest's prefix.
+/// Checks a whole entry file of `kind`; returns the object's length, or what is wrong.
+/// `inputs`, when known, must equal the trailer's digest; the file's key must be the digest's
+/// prefix; the payload must pass its kind's check.
 pub(super) fn check_entry(
     bytes: &[u8],
     inputs: Option<&[u8; 32]>,
     key: u128,
+    kind: Kind,
 ) -> std::result::Result<usize, String> {
     if bytes.is_empty() {
         return Err("is empty".into());
@@ -70,13 +106,41 @@ pub(super) fn check_entry(
     if key_of(&digest) != key || inputs.is_some_and(|i| *i != digest) {
         return Err("holds the kernel of another unit (swapped or copied)".into());
     }
-    check_elf(object).map_err(|why| format!("is not a usable shared object ({why})"))?;
+    kind.check(object)?;
     Ok(obj_len)
+}
+
+/// A sanity check of a GPU compiler's image: an ELF file (CUBIN, AMDGPU code object) whose
+/// headers lie inside it, a clang offload bundle, or PTX text ending in its NUL.
+pub(super) fn check_gpu_image(b: &[u8]) -> std::result::Result<(), String> {
+    const BUNDLE: &[u8] = b"__CLANG_OFFLOAD_BUNDLE__";
+    if b.starts_with(b"\x7fELF") {
+        return check_elf_layout(b, false);
+    }
+    if b.starts_with(BUNDLE) {
+        return if b.len() > BUNDLE.len() + 8 {
+            Ok(())
+        } else {
+            Err("a truncated offload bundle".into())
+        };
+    }
+    match b.split_last() {
+        Some((0, text)) if std::str::from_utf8(text).is_ok_and(|t| t.contains(".target")) => Ok(()),
+        Some(_) => Err("neither ELF, an offload bundle, nor NUL-terminated PTX".into()),
+        None => Err("empty".into()),
+    }
 }
 
 /// A sanity check of an ELF shared object: header, type, and that the program headers,
 /// loadable segments and section headers lie inside the file.
 pub(super) fn check_elf(b: &[u8]) -> std::result::Result<(), String> {
+    check_elf_layout(b, true)
+}
+
+/// An ELF file's header, and that its program headers, loadable segments and section
+/// headers lie inside it. `shared`: it must be a shared object with program headers (a
+/// GPU image may be another type, or have none).
+fn check_elf_layout(b: &[u8], shared: bool) -> std::result::Result<(), String> {
     if b.len() < 16 || &b[..4] != b"\x7fELF" {
         return Err("no ELF header".into());
     }
@@ -114,12 +178,12 @@ pub(super) fn check_elf(b: &[u8]) -> std::result::Result<(), String> {
     let (phoff, shoff) = (field(o_ph, w)?, field(o_sh, w)?);
     let (phentsize, phnum) = (field(o_phe, 2)?, field(o_phn, 2)?);
     let (shentsize, shnum) = (field(o_she, 2)?, field(o_shn, 2)?);
-    if e_type != 3 {
+    if shared && e_type != 3 {
         return Err(format!("ELF type {e_type}, not a shared object"));
     }
     let len = b.len() as u64;
     let fits = |off: u64, size: u64| off.checked_add(size).is_some_and(|end| end <= len);
-    if phnum == 0 || phentsize < phdr_min {
+    if phnum > 0 && phentsize < phdr_min || shared && phnum == 0 {
         return Err("no program headers".into());
     }
     if !fits(phoff, phentsize * phnum) {

@@ -36,7 +36,10 @@
 //! * A failed compile keeps the source as `k_<key>.c` and reports its path with the
 //!   compiler's stderr.
 //! * Inspection for a CLI: [`stats`], [`clean`] (only uopkit's own files: `k_*.so`,
-//!   `k_*.meta`, `k_*.c`, `.k_*.tmp`), [`clean_stale_temps`].
+//!   `k_*.gpu`, `k_*.meta`, `k_*.c`, `.k_*.tmp`), [`clean_stale_temps`].
+//! * The GPU compilers (NVRTC, hiprtc) keep their images in the same directory, as
+//!   `k_<key>.gpu` entries with the same trailer and checks ([`gpu`], [`GpuCache`]); reads,
+//!   checks and atomic writes of entries are one implementation for both (`store.rs`).
 //!
 //! Loaded libraries are not unloaded while a compiler or a compiled unit holds them
 //! (kernels may run on other threads).
@@ -58,12 +61,15 @@ use super::{Error, Result};
 mod compile;
 mod dir;
 mod entry;
+pub mod gpu;
+mod store;
 
 pub use dir::{cache_dir_from_env, clean, clean_stale_temps, prepare_cache_dir, stats, CacheStats};
+pub use gpu::GpuCache;
 
 use compile::{cpu_features, parse_timeout, split_command, RunFail};
-use dir::{cache_dir_from, env_dir};
-use entry::{check_elf, check_entry, entry_path, key_of, trailer};
+use entry::{check_elf, key_of, Kind};
+use store::Store;
 
 /// uopkit's flags, before `-x c - -o <out> -lm` (and after the compiler's own extra words).
 pub const CFLAGS: [&str; 5] = [
@@ -123,16 +129,13 @@ pub struct CCompiler {
     cc: String,
     /// Words after the program name (from `UOPKIT_CC="gcc -O3"`), before uopkit's flags.
     args: Vec<String>,
-    cache_dir: PathBuf,
-    /// Whether the directory must belong to the current user (a default directory).
-    check_owner: bool,
+    store: Store,
     timeout: Duration,
+    /// A problem with `UOPKIT_CC`/`UOPKIT_CC_TIMEOUT`, returned by every load.
     setup: Option<SetupError>,
     /// `cc --version` output, or why it could not be had.
     version: OnceLock<std::result::Result<String, VersionFail>>,
-    dir_ready: OnceLock<()>,
     spawns: AtomicU64,
-    rebuilt: Mutex<Vec<String>>,
     /// Libraries this compiler loaded, by cache key (only looked up, never iterated).
     loaded: Mutex<HashMap<u128, Arc<Library>>>,
 }
@@ -150,14 +153,11 @@ impl CCompiler {
         CCompiler {
             cc: cc.into(),
             args: Vec::new(),
-            cache_dir: cache_dir.into(),
-            check_owner: false,
+            store: Store::new(cache_dir),
             timeout: DEFAULT_TIMEOUT,
             setup: None,
             version: OnceLock::new(),
-            dir_ready: OnceLock::new(),
             spawns: AtomicU64::new(0),
-            rebuilt: Mutex::new(Vec::new()),
             loaded: Mutex::new(HashMap::new()),
         }
     }
@@ -208,9 +208,14 @@ impl CCompiler {
                 })
             }
         };
-        let (dir, explicit) = env_dir()?;
-        let mut c = Self::new(cc, dir).with_args(args).with_timeout(timeout);
-        c.check_owner = !explicit;
+        let store = Store::from_env();
+        if let Some(e) = store.setup.clone() {
+            return Err(e);
+        }
+        let mut c = Self::new(cc, store.dir())
+            .with_args(args)
+            .with_timeout(timeout);
+        c.store = store;
         Ok(c)
     }
 
@@ -221,9 +226,10 @@ impl CCompiler {
         GLOBAL
             .get_or_init(|| {
                 Arc::new(Self::from_env_inner().unwrap_or_else(|e| {
-                    let (dir, _) = cache_dir_from(|k| std::env::var_os(k));
+                    let store = Store::from_env();
                     let cc = std::env::var("UOPKIT_CC").unwrap_or_else(|_| "cc".into());
-                    let mut c = Self::new(cc, dir);
+                    let mut c = Self::new(cc, store.dir());
+                    c.store = store;
                     c.setup = Some(e);
                     c
                 }))
@@ -246,7 +252,7 @@ impl CCompiler {
     }
 
     pub fn cache_dir(&self) -> &Path {
-        &self.cache_dir
+        self.store.dir()
     }
 
     /// How many times this compiler ran the C compiler on a source (cache misses).
@@ -257,10 +263,7 @@ impl CCompiler {
     /// One message per bad cache entry this compiler found, removed and rebuilt (what was
     /// wrong and where), in the order found.
     pub fn rebuilt(&self) -> Vec<String> {
-        self.rebuilt
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        self.store.rebuilt()
     }
 
     /// The command as one shell-quoted line (for messages).
@@ -330,7 +333,7 @@ impl CCompiler {
 
     /// The path the compiled `source` has (or will have) in the cache.
     pub fn object_path(&self, source: &str) -> Result<PathBuf> {
-        Ok(entry_path(&self.cache_dir, self.key(source)?))
+        Ok(self.store.path(self.key(source)?, Kind::SharedObject))
     }
 
     /// Compiles `source` (or finds it in the cache, checked) and loads it.
@@ -340,7 +343,7 @@ impl CCompiler {
         }
         let inputs = self.inputs_digest(source)?;
         let key = key_of(&inputs);
-        let path = entry_path(&self.cache_dir, key);
+        let path = self.store.path(key, Kind::SharedObject);
         if let Some(lib) = self
             .loaded
             .lock()
@@ -349,39 +352,11 @@ impl CCompiler {
         {
             return Ok((lib.clone(), path));
         }
-        self.open_dir()?;
-        let cached = match std::fs::read(&path) {
-            Ok(mut bytes) => match check_entry(&bytes, Some(&inputs), key) {
-                Ok(len) => {
-                    bytes.truncate(len);
-                    Some(bytes)
-                }
-                Err(reason) => {
-                    self.report_bad(&path, &reason);
-                    match std::fs::remove_file(&path) {
-                        Ok(()) => {}
-                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                        Err(e) => {
-                            return Err(Error::Cache {
-                                path,
-                                message: format!("cannot remove the bad entry: {e}"),
-                            })
-                        }
-                    }
-                    None
-                }
-            },
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-            Err(e) => {
-                return Err(Error::Cache {
-                    path,
-                    message: e.to_string(),
-                })
-            }
-        };
+        self.store.open(self.timeout)?;
+        let cached = self.store.read(&inputs, Kind::SharedObject)?;
         let object = match cached {
             Some(o) => o,
-            None => self.compile_into(source, key, &inputs, &path)?,
+            None => self.compile_into(source, key, &inputs)?,
         };
         let lib = self.dlopen_checked(key, &object, &path)?;
         let lib = self
@@ -394,47 +369,9 @@ impl CCompiler {
         Ok((lib, path))
     }
 
-    fn report_bad(&self, path: &Path, reason: &str) {
-        let msg = format!(
-            "kernel cache entry {} {reason}; removed, and rebuilt from the source",
-            path.display()
-        );
-        eprintln!("uopkit: {msg}");
-        self.rebuilt
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(msg);
-    }
-
-    /// Creates (0700) and checks the directory, and removes stale temporary files; once.
-    fn open_dir(&self) -> Result<()> {
-        if self.dir_ready.get().is_some() {
-            return Ok(());
-        }
-        prepare_cache_dir(&self.cache_dir, self.check_owner)?;
-        // Best effort: a file another process removes first is not an error. (Never younger
-        // than two of our timeouts, so that a long compile's output is not taken away.)
-        let age = STALE_TEMP_AGE.max(self.timeout.saturating_mul(2));
-        let _ = clean_stale_temps(&self.cache_dir, age);
-        let _ = self.dir_ready.set(());
-        Ok(())
-    }
-
-    fn temp_file(&self, key: u128, suffix: &str) -> Result<tempfile::NamedTempFile> {
-        tempfile::Builder::new()
-            .prefix(&format!(".k_{key:032x}."))
-            .suffix(suffix)
-            .rand_bytes(16)
-            .tempfile_in(&self.cache_dir)
-            .map_err(|e| Error::Cache {
-                path: self.cache_dir.clone(),
-                message: e.to_string(),
-            })
-    }
-
     /// Loads checked object bytes from a fresh private file (unlinked again once loaded).
     fn dlopen_checked(&self, key: u128, object: &[u8], path: &Path) -> Result<Library> {
-        let mut tmp = self.temp_file(key, ".load.tmp")?;
+        let mut tmp = self.store.temp_file(key, ".load.tmp")?;
         tmp.write_all(object)
             .and_then(|()| tmp.flush())
             .map_err(|e| Error::Cache {
@@ -457,14 +394,8 @@ impl CCompiler {
     }
 
     /// Compiles `source` into a new entry at `path`; returns the object's bytes.
-    fn compile_into(
-        &self,
-        source: &str,
-        key: u128,
-        inputs: &[u8; 32],
-        path: &Path,
-    ) -> Result<Vec<u8>> {
-        let tmp = self.temp_file(key, ".so.tmp")?.into_temp_path();
+    fn compile_into(&self, source: &str, key: u128, inputs: &[u8; 32]) -> Result<Vec<u8>> {
+        let tmp = self.store.temp_file(key, ".so.tmp")?.into_temp_path();
         self.spawns.fetch_add(1, Ordering::Relaxed);
         let mut tail: Vec<OsString> = CFLAGS.iter().map(OsString::from).collect();
         tail.extend(["-x", "c", "-", "-o"].map(OsString::from));
@@ -507,22 +438,13 @@ impl CCompiler {
                 return Err(self.compile_error(source, key, status, stderr));
             }
         };
-        let cache_err = |p: &Path, e: &dyn std::fmt::Display| Error::Cache {
-            path: p.to_path_buf(),
-            message: e.to_string(),
-        };
-        std::fs::OpenOptions::new()
-            .append(true)
-            .open(&tmp)
-            .and_then(|mut f| f.write_all(&trailer(inputs, &object)))
-            .map_err(|e| cache_err(&tmp, &e))?;
         // Atomic replace: a racing process writes identical content.
-        tmp.persist(path).map_err(|e| cache_err(path, &e.error))?;
+        self.store.seal(tmp, inputs, Kind::SharedObject, &object)?;
         Ok(object)
     }
 
     fn compile_error(&self, source: &str, key: u128, status: String, mut stderr: String) -> Error {
-        let source_path = self.cache_dir.join(format!("k_{key:032x}.c"));
+        let source_path = self.store.dir().join(format!("k_{key:032x}.c"));
         if let Err(e) = std::fs::write(&source_path, source) {
             stderr.push_str(&format!("\n(could not keep the source: {e})"));
         }
