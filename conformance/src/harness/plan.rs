@@ -142,13 +142,15 @@ fn scope_to_sub_corpus(mut xfail: Xfail, corpus: &Path, manifests: &Path) -> Xfa
         return xfail;
     }
     let prefix = format!("{}/", rel.to_string_lossy().replace('\\', "/"));
-    xfail.expected_failures.retain_mut(|e| match e.case.strip_prefix(&prefix) {
-        Some(rest) => {
-            e.case = rest.to_string();
-            true
-        }
-        None => false,
-    });
+    xfail
+        .expected_failures
+        .retain_mut(|e| match e.case.strip_prefix(&prefix) {
+            Some(rest) => {
+                e.case = rest.to_string();
+                true
+            }
+            None => false,
+        });
     xfail
 }
 
