@@ -331,7 +331,7 @@ impl std::fmt::Display for StepError {
 }
 
 /// Runs the steps on the kernel interpreter; the buffers' contents after the last step.
-pub fn run(kc: &KernelCase, opts: &RunOpts) -> Result<BTreeMap<u32, Vec<Elem>>, StepError> {
+pub fn run(kc: &KernelCase, opts: &RunOpts) -> Result<BTreeMap<u32, Vec<Elem>>, Box<StepError>> {
     let mut mem: BTreeMap<u32, Vec<Elem>> = kc
         .buffers
         .iter()
@@ -353,11 +353,13 @@ pub fn run(kc: &KernelCase, opts: &RunOpts) -> Result<BTreeMap<u32, Vec<Elem>>, 
                 for (a, b) in args.iter().zip(bufs) {
                     mem.insert(*a, b);
                 }
-                r.map_err(|error| StepError {
-                    step: s,
-                    program: *program,
-                    name: prog.name.clone(),
-                    error,
+                r.map_err(|error| {
+                    Box::new(StepError {
+                        step: s,
+                        program: *program,
+                        name: prog.name.clone(),
+                        error,
+                    })
                 })?;
             }
         }

@@ -503,7 +503,7 @@ fn hiprtc_identity(rtc: &Rtc) -> Option<&'static str> {
                 head.push_str(&format!("\n{v}={}", x.to_string_lossy()));
             }
         }
-        let lib = super::cache::gpu::library_of(rtc.compile_program as *const c_void)?;
+        let lib = super::cache::gpu::library_of(rtc.compile_program as usize)?;
         super::cache::gpu::library_identity(
             &head,
             &lib,

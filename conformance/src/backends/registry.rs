@@ -225,7 +225,7 @@ pub fn is_program_spec(spec: &str) -> bool {
 /// may name one whether or not this run selects it.
 pub fn is_pattern_name(name: &str) -> bool {
     name.strip_prefix("tinygrad:")
-        .is_some_and(|d| valid_tinygrad_device(d))
+        .is_some_and(valid_tinygrad_device)
 }
 
 fn valid_tinygrad_device(dev: &str) -> bool {

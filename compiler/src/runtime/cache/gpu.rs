@@ -231,8 +231,10 @@ pub fn mapped_library(prefix: &str) -> Option<PathBuf> {
         .map(Path::to_path_buf)
 }
 
-/// The file the code at `addr` was loaded from (`dladdr`).
-pub fn library_of(addr: *const std::ffi::c_void) -> Option<PathBuf> {
+/// The file the code at address `addr` was loaded from (`dladdr`; the address is only looked
+/// up in the loader's tables, never dereferenced, so it is taken as a number).
+pub fn library_of(addr: usize) -> Option<PathBuf> {
+    let addr = addr as *const std::ffi::c_void;
     // SAFETY: Dl_info is a plain C struct of pointers, for which all-zero is valid.
     let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
     // SAFETY: dladdr only reads the loader's tables; `info` is a valid out-pointer.
