@@ -85,7 +85,7 @@ fn params_are_restrict_and_aliasing_launches_run_without_it() {
     let src = render_c(std::slice::from_ref(&p));
     assert!(
         body(&src).contains(
-            "static void k_first_plus_body(float *UK_RESTRICT p0, float *UK_RESTRICT p1)"
+            "static void body_k_first_plus(float *UK_RESTRICT p0, float *UK_RESTRICT p1)"
         ),
         "{}",
         body(&src)

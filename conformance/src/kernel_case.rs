@@ -12,6 +12,7 @@ use uopkit_interp::eval::Elem;
 use uopkit_interp::ir::{DType, NodeId, Op};
 use uopkit_interp::kernel::interp::{self, KernelError, RunOpts};
 use uopkit_interp::kernel::{check, InstId, KArg, ParamDecl, Program};
+use uopkit_interp::verify::{MAX_ELEMENTS, MAX_TOTAL_ELEMENTS};
 use uopkit_interp::scalar::{self, literal, Ub};
 
 use crate::case::{Case, ErrorKind, KernelBody, NanPolicy};
@@ -85,6 +86,32 @@ fn program_place(i: usize, name: &str) -> String {
 pub fn load(body: &KernelBody) -> Result<KernelCase, KernelCaseError> {
     let mut buffers = BTreeMap::new();
     let mut storages = BTreeMap::new();
+    // Sizes are checked before anything is allocated: each buffer and all of them together
+    // within the oracle's limits for one value and for a whole graph.
+    let mut total: usize = 0;
+    for b in &body.buffers {
+        let place = format!("buffer {}", b.id);
+        if b.size > MAX_ELEMENTS {
+            return Err(err(
+                &place,
+                format!(
+                    "size {} is over the limit of {MAX_ELEMENTS} elements per buffer",
+                    b.size
+                ),
+            ));
+        }
+        total = match total.checked_add(b.size) {
+            Some(t) if t <= MAX_TOTAL_ELEMENTS => t,
+            _ => {
+                return Err(err(
+                    &place,
+                    format!(
+                        "the buffers hold more than {MAX_TOTAL_ELEMENTS} elements in all"
+                    ),
+                ))
+            }
+        };
+    }
     for b in &body.buffers {
         let place = format!("buffer {}", b.id);
         let dtype = DType::from_str(&b.dtype)
@@ -367,8 +394,40 @@ pub fn run(kc: &KernelCase, opts: &RunOpts) -> Result<BTreeMap<u32, Vec<Elem>>, 
     Ok(mem)
 }
 
+/// What a kernel-level case may not carry besides `kernel`: a tensor graph, its inputs,
+/// outputs or schedule expectations (they would be ignored, and `uopkit fmt` would drop
+/// them), or `expect_error` fields that only tensor-level cases check (`node`, `contains`),
+/// or an instruction without its program.
+pub fn check_envelope(case: &Case) -> Result<(), KernelCaseError> {
+    let extra = [
+        (!case.graph.is_empty(), "graph"),
+        (!case.inputs.is_empty(), "inputs"),
+        (!case.outputs.is_empty(), "outputs"),
+        (case.schedule.is_some(), "schedule"),
+    ];
+    if let Some((_, what)) = extra.iter().find(|(present, _)| *present) {
+        return Err(err(
+            "case",
+            format!("a kernel-level case has no '{what}' (its buffers, steps and expectations are inside 'kernel')"),
+        ));
+    }
+    if let Some(w) = &case.expect_error {
+        if w.node.is_some() || w.contains.is_some() {
+            return Err(err(
+                "expect_error",
+                "'node' and 'contains' are for tensor-level cases; a kernel-level case names 'program', 'inst' and 'element'",
+            ));
+        }
+        if w.inst.is_some() && w.program.is_none() {
+            return Err(err("expect_error", "'inst' needs the 'program' it is in"));
+        }
+    }
+    Ok(())
+}
+
 /// The oracle trial of a kernel-level case: Ok, or a report of what differs.
 pub fn judge(case: &Case, body: &KernelBody) -> Result<(), String> {
+    check_envelope(case).map_err(|e| format!("invalid kernel-level case: {e}"))?;
     let kc = load(body).map_err(|e| format!("invalid kernel-level case: {e}"))?;
     let opts = RunOpts::from_env()?;
     let result = run(&kc, &opts);
@@ -382,13 +441,18 @@ pub fn judge(case: &Case, body: &KernelBody) -> Result<(), String> {
                 && want.program.is_none()
             {
                 for x in &kc.expect {
-                    if let Some(i) = mem[&x.buffer]
-                        .iter()
-                        .position(|e| matches!(e, Elem::Uninit { .. }))
-                    {
-                        if want.element.is_none_or(|w| w == i) {
-                            return Ok(());
-                        }
+                    let poisoned = |i: usize| {
+                        mem.get(&x.buffer)
+                            .and_then(|b| b.get(i))
+                            .is_some_and(|e| matches!(e, Elem::Uninit { .. }))
+                    };
+                    let len = mem.get(&x.buffer).map_or(0, Vec::len);
+                    let hit = match want.element {
+                        Some(w) => poisoned(w),
+                        None => (0..len).any(poisoned),
+                    };
+                    if hit {
+                        return Ok(());
                     }
                 }
             }

@@ -198,3 +198,56 @@ fn the_tinygrad_kernel_corpus_passes_on_the_oracle() {
         bad.join("\n")
     );
 }
+
+#[test]
+fn sizes_are_checked_before_anything_is_allocated() {
+    // One buffer over the per-buffer limit (the same 2^28 elements as a tensor value), and
+    // two that are each allowed but over the limit together: loader errors, no allocation.
+    let huge = case(3, 3, A3, "[2.0, 3.0, 4.0]", None).replacen(
+        r#""size": 3, "device": "CPU", "storage": 0"#,
+        r#""size": 100000000000, "device": "CPU", "storage": 0"#,
+        1,
+    );
+    let e = load_error(&huge);
+    assert!(
+        e.starts_with("buffer 0: size 100000000000 is over the limit of 268435456 elements"),
+        "{e}"
+    );
+    let both = case(3, 3, A3, "[2.0, 3.0, 4.0]", None).replacen(
+        r#""size": 3, "device": "CPU", "storage": 0"#,
+        r#""size": 268435456, "device": "CPU", "storage": 0"#,
+        1,
+    );
+    let e = load_error(&both);
+    assert!(e.contains("more than 268435456 elements in all"), "{e}");
+}
+
+#[test]
+fn a_kernel_case_carrying_tensor_parts_or_tensor_error_fields_is_invalid() {
+    let good = case(3, 3, A3, "[2.0, 3.0, 4.0]", None);
+    let with_graph = good.replacen(
+        r#""tags": ["kernel"],"#,
+        r#""tags": ["kernel"], "graph": [{"id": 0, "op": "CONST", "dtype": "int32", "arg": 1}],"#,
+        1,
+    );
+    let e = judge(&with_graph).expect_err("refused");
+    assert!(e.contains("a kernel-level case has no 'graph'"), "{e}");
+    let contains = case(
+        5,
+        3,
+        A3,
+        "[]",
+        Some(r#"{"kind": "ub", "ub": "out_of_bounds", "contains": "anything"}"#),
+    );
+    let e = judge(&contains).expect_err("refused");
+    assert!(e.contains("'node' and 'contains' are for tensor-level cases"), "{e}");
+    let inst_only = case(
+        5,
+        3,
+        A3,
+        "[]",
+        Some(r#"{"kind": "ub", "ub": "out_of_bounds", "inst": 5}"#),
+    );
+    let e = judge(&inst_only).expect_err("refused");
+    assert!(e.contains("'inst' needs the 'program'"), "{e}");
+}

@@ -1,7 +1,7 @@
 //! The C renderer: kernel programs → one C translation unit.
 //!
 //! Each [`Program`] becomes `void k_<name>(void **args)`, which calls
-//! `static void k_<name>_body(T *UK_RESTRICT p0, …)` with `args[i]` cast to param `i`'s
+//! `static void body_k_<name>(T *UK_RESTRICT p0, …)` with `args[i]` cast to param `i`'s
 //! element pointer type. `UK_RESTRICT` is `restrict` unless the unit is compiled with it
 //! defined empty (the CPU runtime does that for launches whose buffers alias). Every instruction renders to one statement `T vN = …;` (RANGE opens a
 //! `for`, END closes it), so the text follows the program line by line.
@@ -263,13 +263,15 @@ fn render_program(d: &CStyle, out: &mut String, p: &Program) {
             } else {
                 params.join(", ")
             };
-            let _ = writeln!(out, "static void {sym}_body({plist});");
+            // `body_` + the entry symbol: entry symbols all start with `k_`, so no entry
+            // symbol of another program can be this name.
+            let _ = writeln!(out, "static void body_{sym}({plist});");
             let _ = writeln!(
                 out,
-                "void {sym}(void **args) {{ (void)args; {sym}_body({}); }}",
+                "void {sym}(void **args) {{ (void)args; body_{sym}({}); }}",
                 call.join(", ")
             );
-            let _ = writeln!(out, "static void {sym}_body({plist}) {{");
+            let _ = writeln!(out, "static void body_{sym}({plist}) {{");
         }
         _ => {
             let _ = writeln!(out, "{} {{", gpu::signature(p));
@@ -680,11 +682,11 @@ mod tests {
         assert!(src.contains("void k_add32(void **args) {"), "{src}");
         assert!(src.contains("int32_t *v0 = p0;"), "{src}");
         assert!(
-            src.contains("static void k_add32_body(int32_t *UK_RESTRICT p0, int32_t *UK_RESTRICT p1, int32_t *UK_RESTRICT p2) {"),
+            src.contains("static void body_k_add32(int32_t *UK_RESTRICT p0, int32_t *UK_RESTRICT p1, int32_t *UK_RESTRICT p2) {"),
             "{src}"
         );
         assert!(src.contains(
-            "void k_add32(void **args) { (void)args; k_add32_body((int32_t *)args[0], (int32_t *)args[1], (int32_t *)args[2]); }"
+            "void k_add32(void **args) { (void)args; body_k_add32((int32_t *)args[0], (int32_t *)args[1], (int32_t *)args[2]); }"
         ));
         assert!(src.contains("for (int64_t v4 = 0; v4 < (int64_t)v3; v4++) {"));
         assert!(

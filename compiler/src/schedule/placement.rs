@@ -40,8 +40,8 @@ impl std::fmt::Display for Misplaced {
     }
 }
 
-/// Every kernel argument whose buffer lives on another device than the kernel, in step
-/// and slot order (empty for a well-placed schedule).
+/// Every kernel argument whose buffer lives on another device than the kernel (or names no
+/// buffer of the schedule), in step and slot order (empty for a well-placed schedule).
 pub fn misplaced(s: &Schedule) -> Vec<Misplaced> {
     let mut out = vec![];
     for (i, step) in s.steps.iter().enumerate() {
@@ -55,10 +55,8 @@ pub fn misplaced(s: &Schedule) -> Vec<Misplaced> {
             continue;
         };
         for (slot, b) in args.iter().enumerate() {
-            let Some(decl) = s.buffers.get(b.0 as usize) else {
-                continue;
-            };
-            if decl.device != *device {
+            let decl = s.buffers.get(b.0 as usize);
+            if decl.is_none_or(|d| d.device != *device) {
                 out.push(Misplaced {
                     step: i,
                     program: program.name.clone(),
@@ -66,7 +64,9 @@ pub fn misplaced(s: &Schedule) -> Vec<Misplaced> {
                     buffer: b.0,
                     written: program.params.get(slot).is_some_and(|p| p.written),
                     kernel_device: device.to_string(),
-                    buffer_device: decl.device.to_string(),
+                    buffer_device: decl.map_or("no device (there is no such buffer)".into(), |d| {
+                        d.device.to_string()
+                    }),
                 });
             }
         }

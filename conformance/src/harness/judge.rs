@@ -266,7 +266,7 @@ fn judge_kernel_case(
     backend: &dyn Backend,
 ) -> Verdict {
     use crate::kernel_case;
-    if let Err(e) = kernel_case::load(body) {
+    if let Err(e) = kernel_case::check_envelope(case).and_then(|()| kernel_case::load(body)) {
         return Verdict::Invalid(format!("invalid kernel-level case: {e}"));
     }
     if backend.role() != Role::Reference {

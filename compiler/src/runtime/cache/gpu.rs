@@ -60,6 +60,8 @@ pub struct GpuCache {
     memo: Mutex<BTreeMap<[u8; 32], Arc<Vec<u8>>>>,
     compiles: AtomicU64,
     disk_hits: AtomicU64,
+    /// Set once the directory failed: from then on images are kept in memory only.
+    disk_failed: std::sync::atomic::AtomicBool,
 }
 
 impl GpuCache {
@@ -74,11 +76,13 @@ impl GpuCache {
             memo: Mutex::new(BTreeMap::new()),
             compiles: AtomicU64::new(0),
             disk_hits: AtomicU64::new(0),
+            disk_failed: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
     /// The process-wide cache in the directory of [`super::cache_dir_from_env`] (the C
-    /// compiler's); if that cannot be used, every compile through it returns why.
+    /// compiler's); if that cannot be used, images are kept in memory only (said once on
+    /// stderr).
     pub fn global() -> &'static GpuCache {
         static GLOBAL: OnceLock<GpuCache> = OnceLock::new();
         GLOBAL.get_or_init(|| GpuCache::with_store(Store::from_env()))
@@ -130,10 +134,23 @@ impl GpuCache {
         {
             return Ok(image.as_ref().clone());
         }
-        let on_disk = compiler.identity.is_some();
+        // The disk is a speed-up only: a directory that cannot be opened, read or written
+        // (read-only, full, not ours) leaves the compile itself unaffected.
+        let on_disk = compiler.identity.is_some() && !self.disk_failed.load(Ordering::Relaxed);
         let cached = if on_disk {
-            self.store.open(Duration::ZERO)?;
-            self.store.read(&inputs, Kind::GpuImage)?
+            match self
+                .store
+                // Duration::MAX: the GPU cache never removes temporary files; the C
+                // compiler's cache does, with an age that spares its running compiles.
+                .open(Duration::MAX)
+                .and_then(|()| self.store.read(&inputs, Kind::GpuImage))
+            {
+                Ok(c) => c,
+                Err(e) => {
+                    self.disk_unusable(&e);
+                    None
+                }
+            }
         } else {
             None
         };
@@ -147,8 +164,13 @@ impl GpuCache {
                 let image = compile()?;
                 // An image the format check would refuse on reading is not written (it
                 // would only be rebuilt each time); it is still what the compiler returned.
-                if on_disk && check_gpu_image(&image).is_ok() {
-                    self.store.write(&inputs, Kind::GpuImage, &image)?;
+                if on_disk
+                    && !self.disk_failed.load(Ordering::Relaxed)
+                    && check_gpu_image(&image).is_ok()
+                {
+                    if let Err(e) = self.store.write(&inputs, Kind::GpuImage, &image) {
+                        self.disk_unusable(&e);
+                    }
                 }
                 image
             }
@@ -158,6 +180,17 @@ impl GpuCache {
             .unwrap_or_else(|e| e.into_inner())
             .insert(inputs, Arc::new(image.clone()));
         Ok(image)
+    }
+}
+
+impl GpuCache {
+    fn disk_unusable(&self, e: &impl std::fmt::Display) {
+        if !self.disk_failed.swap(true, Ordering::Relaxed) {
+            eprintln!(
+                "uopkit: the GPU compile cache in {} cannot be used ({e}); compiled images are kept in memory only",
+                self.store.dir().display()
+            );
+        }
     }
 }
 
