@@ -91,7 +91,7 @@ pub fn plan_suite(s: &Settings, reg: &Registry) -> Result<Plan, SetupError> {
         names.push(name);
         started.push(b);
     }
-    let xfail = scope_to_sub_corpus(xfail, &s.corpus, &mdir);
+    let xfail = scope_to_corpus(xfail, &s.corpus, &mdir, &all_names);
     let mut known: Vec<String> = reg.names();
     known.extend(names.iter().cloned());
     // xfail entries may name `tinygrad:DEV` backends this run does not select.
@@ -122,35 +122,39 @@ pub fn plan_suite(s: &Settings, reg: &Registry) -> Result<Plan, SetupError> {
     })
 }
 
-/// A run over part of a corpus (`--corpus corpus/compiler`) names its cases relative to that
-/// part, while the manifests' `xfail.json` names them relative to the whole corpus beside the
-/// manifests (`<manifests>/../corpus`). For such a run the entries inside the part are renamed
-/// to the run's names and the others, which belong to cases outside it, are left out; every
-/// other run keeps the entries as they are (and an entry naming no case is an error).
-fn scope_to_sub_corpus(mut xfail: Xfail, corpus: &Path, manifests: &Path) -> Xfail {
-    let root = manifests.parent().map(|p| p.join("corpus"));
-    let (Some(root), Ok(sub)) = (root, corpus.canonicalize()) else {
-        return xfail;
+/// `xfail.json` names cases relative to the corpus beside its manifests
+/// (`<manifests>/../corpus`). A run over that corpus keeps every entry (and an entry naming
+/// no case is an error, caught by `check_names`). A run over part of it
+/// (`--corpus corpus/compiler`) renames the entries inside that part to the run's names and
+/// leaves the others out. A run over some other corpus with these manifests keeps only the
+/// entries naming one of its cases.
+fn scope_to_corpus(mut xfail: Xfail, corpus: &Path, manifests: &Path, names: &[String]) -> Xfail {
+    let own = manifests
+        .parent()
+        .map(|p| p.join("corpus"))
+        .and_then(|r| r.canonicalize().ok());
+    let rel = match (own, corpus.canonicalize()) {
+        (Some(root), Ok(sub)) => sub.strip_prefix(&root).ok().map(Path::to_path_buf),
+        _ => None,
     };
-    let Ok(root) = root.canonicalize() else {
-        return xfail;
-    };
-    let Ok(rel) = sub.strip_prefix(&root) else {
-        return xfail;
-    };
-    if rel.as_os_str().is_empty() {
-        return xfail;
+    match rel {
+        Some(rel) if rel.as_os_str().is_empty() => {}
+        Some(rel) => {
+            let prefix = format!("{}/", rel.to_string_lossy().replace('\\', "/"));
+            xfail
+                .expected_failures
+                .retain_mut(|e| match e.case.strip_prefix(&prefix) {
+                    Some(rest) => {
+                        e.case = rest.to_string();
+                        true
+                    }
+                    None => false,
+                });
+        }
+        None => xfail
+            .expected_failures
+            .retain(|e| names.iter().any(|n| *n == e.case)),
     }
-    let prefix = format!("{}/", rel.to_string_lossy().replace('\\', "/"));
-    xfail
-        .expected_failures
-        .retain_mut(|e| match e.case.strip_prefix(&prefix) {
-            Some(rest) => {
-                e.case = rest.to_string();
-                true
-            }
-            None => false,
-        });
     xfail
 }
 
