@@ -182,7 +182,7 @@ fn an_unknown_backend_lists_the_known_ones() {
     let (code, text) = uopkit(&["check", "--backend", "nope"], &[]);
     assert_eq!(code, 2, "{text}");
     assert!(
-        text.contains("unknown backend 'nope' (known: cpu, cuda, cuda-cpu, gpusim, hip, hip-cpu, hiprtc, kernels, nvrtc, oracle, exec:CMD)"),
+        text.contains("unknown backend 'nope' (known: cpu, cuda, cuda-cpu, gpusim, hip, hip-cpu, hiprtc, kernels, nvrtc, oracle, exec:CMD, tinygrad:DEV)"),
         "{text}"
     );
 }
