@@ -332,7 +332,11 @@ def run(req):
         raise Unsupported("no outputs")
     # options.allreduce: tinygrad's RING context variable (0: naive, 2: ring, 1: its own size rule)
     ring = {"naive": 0, "ring": 2}.get((req.get("options") or {}).get("allreduce"), 1)
-    with Context(RING=ring, ALL2ALL=0):
+    # tinygrad's schedule cache (schedule/__init__.py lower_sink_to_linear, schedule_cache keyed by the
+    # function's UOp key) ignores RING/ALL2ALL: an allreduce of a shape scheduled earlier in this process under
+    # another RING would reuse that lowering, so a graph with ALLREDUCE is scheduled uncached (SCACHE=0)
+    scache = 0 if any(n["op"] == "ALLREDUCE" for n in req["graph"]) else 1
+    with Context(RING=ring, ALL2ALL=0, SCACHE=scache):
         linear, var_vals = outs[0].linear_with_vars(*outs[1:])
     sched = facts(linear, g)
     run_linear(linear, var_vals)
