@@ -306,10 +306,14 @@ def read(t, name, shape, devices):
             # a whole value on a device tuple (UNSHARD's result): read as tinygrad's own Tensor.numpy() does,
             # by a COPY to one device (not counted: the facts come from the case's LINEAR above)
             tt = Tensor(t.uop.copy_to_device(t.uop.device[0]))
+        elif t.uop.device is None:
+            # a graph of constants only has no device: tinygrad's own Tensor._buffer (tensor.py) clones it to
+            # one (here DEV) to read it; realizing it where it is leaves no BUFFER behind
+            tt = t.contiguous().clone(DEV)
         else:
             tt = Tensor(t.uop.contiguous()) if t.uop.op is not Ops.BUFFER else t
         tt.realize()
-        return [T.unpack(raw_bytes(tt.uop.buffer), name, n)]
+        return [T.unpack(raw_bytes(tt.uop.base.buffer if tt.uop.op is not Ops.BUFFER else tt.uop.buffer), name, n)]
     comps = []
     for i in range(devices):
         tt = Tensor(t.uop.mselect(i).contiguous())
