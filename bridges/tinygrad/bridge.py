@@ -193,7 +193,10 @@ class Graph:
         if op == "REDUCE":
             if len(arg) > 2 and arg[2] not in (None, "sequential"):
                 raise Unsupported(f"REDUCE with declared order {json.dumps(arg[2])}: tinygrad's REDUCE has no order argument")
-            return UOp(Ops.REDUCE, dt, (src[0],), arg=(T.REDUCE_OPS[arg[0]], int(arg[1])))
+            # built as tinygrad's own tensor-level builder does (uop/ops.py UOp._rop: "we don't allow reduce on
+            # 1s axis"): size-1 axes among the first n are reshaped away, not reduced; a REDUCE over them makes
+            # codegen/simplify.py reduce_unparented assert "some reduce srcs aren't ranges"
+            return src[0]._rop(T.REDUCE_OPS[arg[0]], tuple(range(int(arg[1]))))
         if op == "STORE":
             target, value = src
             if value.shape == () and target.shape != ():
