@@ -16,6 +16,7 @@ express is answered `unsupported` with the reason (see README.md). Env:
 import json
 import os
 import sys
+import time
 import traceback
 from decimal import Decimal
 
@@ -71,6 +72,36 @@ def probe():
     return None
 
 
+_BF16 = []
+
+
+def bf16_unsupported():
+    """None if DEV computes in bfloat16, else why not (checked once, on the first bfloat16 case).
+
+    tinygrad's CPU device renders bfloat16 as C's `__bf16` (renderer/cstyle.py ClangRenderer) and compiles it
+    with the clang on PATH; clang before 17 rejects arithmetic on it for x86 ("__bf16 is not supported on this
+    target"), so no bfloat16 kernel builds there."""
+    if not _BF16:
+        why = None
+        try:
+            b = Buffer(DEV, 1, T.DTYPES["bfloat16"], initial_value=bytes([0x80, 0x3F]))
+            u = UOp.from_buffer(b)
+            Tensor(UOp(Ops.ADD, u.dtype, (u, u))).realize()
+        except Exception as e:
+            import subprocess
+            try:
+                cc = subprocess.run(["clang", "--version"], capture_output=True, text=True).stdout.splitlines()[0]
+                r = subprocess.run(["clang", "-c", "-x", "c", "--target=x86_64-none-unknown-elf", "-", "-o", os.devnull],
+                                   input="__bf16 f(__bf16 a) { return a + a; }", capture_output=True, text=True)
+                detail = next((m.split("error: ", 1)[1] for m in r.stderr.splitlines() if "error: " in m), first_line(e))
+            except Exception:
+                cc, detail = "clang (version unknown)", first_line(e)
+            why = (f"tinygrad {DEV} renders bfloat16 as C __bf16 (renderer/cstyle.py ClangRenderer) and this "
+                   f"{cc} cannot compile a bfloat16 kernel ({detail}; clang >= 17 can)")
+        _BF16.append(why)
+    return _BF16[0]
+
+
 # ----------------------------------------------------------------------------------------------------------
 # graph -> UOps
 
@@ -107,6 +138,8 @@ class Graph:
             return None
         if name not in T.DTYPES:
             raise Unsupported(f"dtype {name} has no tinygrad dtype")
+        if name == "bfloat16" and DEV.split(":")[0] == "CPU" and (why := bf16_unsupported()):
+            raise Unsupported(why)
         return T.DTYPES[name]
 
     def buffer(self, nid, node):
@@ -160,7 +193,10 @@ class Graph:
         if op == "REDUCE":
             if len(arg) > 2 and arg[2] not in (None, "sequential"):
                 raise Unsupported(f"REDUCE with declared order {json.dumps(arg[2])}: tinygrad's REDUCE has no order argument")
-            return UOp(Ops.REDUCE, dt, (src[0],), arg=(T.REDUCE_OPS[arg[0]], int(arg[1])))
+            # built as tinygrad's own tensor-level builder does (uop/ops.py UOp._rop: "we don't allow reduce on
+            # 1s axis"): size-1 axes among the first n are reshaped away, not reduced; a REDUCE over them makes
+            # codegen/simplify.py reduce_unparented assert "some reduce srcs aren't ranges"
+            return src[0]._rop(T.REDUCE_OPS[arg[0]], tuple(range(int(arg[1]))))
         if op == "STORE":
             target, value = src
             if value.shape == () and target.shape != ():
@@ -269,9 +305,18 @@ def read(t, name, shape, devices):
     for d in shape:
         n *= int(d)
     if devices == 1:
-        tt = Tensor(t.uop.contiguous()) if t.uop.op is not Ops.BUFFER else t
+        if isinstance(t.uop.device, tuple):
+            # a whole value on a device tuple (UNSHARD's result): read as tinygrad's own Tensor.numpy() does,
+            # by a COPY to one device (not counted: the facts come from the case's LINEAR above)
+            tt = Tensor(t.uop.copy_to_device(t.uop.device[0]))
+        elif t.uop.device is None:
+            # a graph of constants only has no device: tinygrad's own Tensor._buffer (tensor.py) clones it to
+            # one (here DEV) to read it; realizing it where it is leaves no BUFFER behind
+            tt = t.contiguous().clone(DEV)
+        else:
+            tt = Tensor(t.uop.contiguous()) if t.uop.op is not Ops.BUFFER else t
         tt.realize()
-        return [T.unpack(raw_bytes(tt.uop.buffer), name, n)]
+        return [T.unpack(raw_bytes(tt.uop.base.buffer if tt.uop.op is not Ops.BUFFER else tt.uop.buffer), name, n)]
     comps = []
     for i in range(devices):
         tt = Tensor(t.uop.mselect(i).contiguous())
@@ -294,7 +339,11 @@ def run(req):
         raise Unsupported("no outputs")
     # options.allreduce: tinygrad's RING context variable (0: naive, 2: ring, 1: its own size rule)
     ring = {"naive": 0, "ring": 2}.get((req.get("options") or {}).get("allreduce"), 1)
-    with Context(RING=ring, ALL2ALL=0):
+    # tinygrad's schedule cache (schedule/__init__.py lower_sink_to_linear, schedule_cache keyed by the
+    # function's UOp key) ignores RING/ALL2ALL: an allreduce of a shape scheduled earlier in this process under
+    # another RING would reuse that lowering, so a graph with ALLREDUCE is scheduled uncached (SCACHE=0)
+    scache = 0 if any(n["op"] == "ALLREDUCE" for n in req["graph"]) else 1
+    with Context(RING=ring, ALL2ALL=0, SCACHE=scache):
         linear, var_vals = outs[0].linear_with_vars(*outs[1:])
     sched = facts(linear, g)
     run_linear(linear, var_vals)
@@ -340,13 +389,28 @@ def answer(line):
         return {"type": "unsupported", "id": rid, "reason": str(e)}
     except Exception as e:
         log(req.get("case", "?"), traceback.format_exc())
-        return {"type": "error", "id": rid, "message": f"tinygrad raised {first_line(e)}", "restart": True}
+        # the graph's tinygrad objects are per request: a raise leaves nothing behind that the next case
+        # sees, so the process is kept (a restart re-imports tinygrad and re-probes: ~2 s each)
+        return {"type": "error", "id": rid, "message": f"tinygrad raised {first_line(e)}"}
 
 
 def main():
+    times = os.environ.get("UOPKIT_TINYGRAD_TIMES")
     for line in sys.stdin:
         if line.strip():
-            print(json.dumps(answer(line)), flush=True)
+            t0 = time.perf_counter()
+            a = answer(line)
+            print(json.dumps(a), flush=True)
+            if times:
+                with open(times, "a") as f:
+                    f.write(f"{time.perf_counter() - t0:.3f} {DEV} {a.get('type')} {_case(line)}\n")
+
+
+def _case(line):
+    try:
+        return json.loads(line).get("case", "?")
+    except Exception:
+        return "?"
 
 
 if __name__ == "__main__":
