@@ -791,7 +791,15 @@ fn fmt(check_only: bool, files: &[PathBuf]) -> ExitCode {
             Ok(c) => c,
             Err(e) => return bad_input(e),
         };
-        if let Err(e) = load::load(&case) {
+        // A case is checked before it is rewritten: a tensor-level case by the loader and
+        // verifier, a kernel-level one by its own loader.
+        let checked = match &case.kernel {
+            Some(body) => uopkit_conformance::kernel_case::check_envelope(&case)
+                .and_then(|()| uopkit_conformance::kernel_case::load(body).map(|_| ()))
+                .map_err(|e| e.to_string()),
+            None => load::load(&case).map(|_| ()).map_err(|e| e.to_string()),
+        };
+        if let Err(e) = checked {
             if case.expect_error.is_none() {
                 return bad_input(format!("{}: {e}", file.display()));
             }

@@ -109,7 +109,12 @@ def bf16_unsupported():
 def lit_uop(node):
     name = node["dtype"]
     bits = T.literal_bits(node["arg"], name)
-    return UOp.const(T.python_value(bits, name), T.DTYPES[name])
+    value = T.python_value(bits, name)
+    if name in T.FLOATS and value != value and bits != T.nan_bits(name):
+        # tinygrad's CONST holds a Python float: a NaN's sign and payload are not kept
+        raise Unsupported(f"CONST {name} NaN with bits {bits:#x}: tinygrad's CONST is a Python float, "
+                          "which does not keep a NaN's sign or payload")
+    return UOp.const(value, T.DTYPES[name])
 
 
 def broadcast(srcs):
@@ -375,7 +380,9 @@ def answer(line):
         req = json.loads(line, parse_float=Decimal)
     except ValueError as e:
         return {"type": "error", "id": 0, "message": f"not JSON: {e}"}
-    rid = req.get("id", 0) if isinstance(req, dict) else 0
+    if not isinstance(req, dict):
+        return {"type": "error", "id": 0, "message": f"a request is a JSON object, got {type(req).__name__}"}
+    rid = req.get("id", 0)
     try:
         t = req.get("type")
         if t == "hello":
