@@ -12,8 +12,8 @@ use uopkit_interp::eval::Elem;
 use uopkit_interp::ir::{DType, NodeId, Op};
 use uopkit_interp::kernel::interp::{self, KernelError, RunOpts};
 use uopkit_interp::kernel::{check, InstId, KArg, ParamDecl, Program};
-use uopkit_interp::verify::{MAX_ELEMENTS, MAX_TOTAL_ELEMENTS};
 use uopkit_interp::scalar::{self, literal, Ub};
+use uopkit_interp::verify::{MAX_ELEMENTS, MAX_TOTAL_ELEMENTS};
 
 use crate::case::{Case, ErrorKind, KernelBody, NanPolicy};
 use crate::protocol::{self, InstArg, StepJson};
@@ -105,9 +105,7 @@ pub fn load(body: &KernelBody) -> Result<KernelCase, KernelCaseError> {
             _ => {
                 return Err(err(
                     &place,
-                    format!(
-                        "the buffers hold more than {MAX_TOTAL_ELEMENTS} elements in all"
-                    ),
+                    format!("the buffers hold more than {MAX_TOTAL_ELEMENTS} elements in all"),
                 ))
             }
         };

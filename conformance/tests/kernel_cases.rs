@@ -240,7 +240,10 @@ fn a_kernel_case_carrying_tensor_parts_or_tensor_error_fields_is_invalid() {
         Some(r#"{"kind": "ub", "ub": "out_of_bounds", "contains": "anything"}"#),
     );
     let e = judge(&contains).expect_err("refused");
-    assert!(e.contains("'node' and 'contains' are for tensor-level cases"), "{e}");
+    assert!(
+        e.contains("'node' and 'contains' are for tensor-level cases"),
+        "{e}"
+    );
     let inst_only = case(
         5,
         3,
