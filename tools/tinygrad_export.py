@@ -44,6 +44,7 @@ sys.path.insert(0, os.path.join(ROOT, "corpus", "gen"))
 
 import tg_ops  # noqa: E402
 import numerics  # noqa: E402  (exact decode/round/literal helpers of the corpus generator)
+from builder import dumps_case  # noqa: E402,F401  (the canonical layout `uopkit fmt` writes)
 
 TINYGRAD_VERSION = "0.14.0"
 ALT_TAG = "tg:alt=PYTHON"
@@ -432,25 +433,11 @@ def _build_case(name, description, tags, build, device, dtypes, Tensor, Context,
     return case
 
 
-def dumps_case(case):
-    """The canonical layout `uopkit fmt` writes (same as corpus/gen/builder.py's dumps_case)."""
-    def c(v):
-        return json.dumps(v)
-    parts = []
-    for k, v in case.items():
-        if k in ("graph", "outputs") and v:
-            inner = ",\n".join("    " + c(x) for x in v)
-            parts.append(f"  {c(k)}: [\n{inner}\n  ]")
-        elif k == "inputs" and v:
-            inner = ",\n".join(f"    {c(kk)}: {c(vv)}" for kk, vv in v.items())
-            parts.append(f"  {c(k)}: {{\n{inner}\n  }}")
-        else:
-            parts.append(f"  {c(k)}: {c(v)}")
-    return "{\n" + ",\n".join(parts) + "\n}\n"
-
-
 def write_atomic(path, text):
+    """Writes `text` to `path` through a temporary file in the same folder and a rename (also
+    used by tools/tinygrad_export_kernels.py)."""
     d = os.path.dirname(path) or "."
+    os.makedirs(d, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json.part", dir=d)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:

@@ -25,7 +25,9 @@ import json
 import os
 import re
 import sys
-import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tinygrad_export import write_atomic  # noqa: E402  (one atomic writer for both exporters)
 
 DTYPES = {
     "bool": "bool", "signed char": "int8", "unsigned char": "uint8", "short": "int16", "unsigned short": "uint16",
@@ -400,19 +402,6 @@ def canonical(case):
     if "expect_error" in case:
         parts.append(f"  \"expect_error\": {dumps(case['expect_error'])}")
     return "{\n" + ",\n".join(parts) + "\n}\n"
-
-
-def write_atomic(path, text):
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-", suffix=".json")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def export_case(name, description, tags, build, device):
