@@ -204,7 +204,15 @@ class Conv:
             a = self.val.get(u.src[0])
             if a is None or a[0] != "addr":
                 raise Unsupported("LOAD of something that is not an address")
-            g = self.gate(a[3])
+            # A gated load is LOAD(index, alt, gate) (tinygrad's C renderer prints
+            # `gate ? *index : alt`, renderer/cstyle.py); a gate on the INDEX is a[3].
+            own = a[3]
+            if len(u.src) > 2:
+                lg = self.lanes_of(u.src[2], 1)
+                if len(lg) != 1:
+                    raise Unsupported("a LOAD gate with several lanes")
+                own = lg[0] if own is None else self.emit("AND", "bool", [own, lg[0]])
+            g = self.gate(own)
             dt = dtname(u.dtype)
             out = []
             alts = self.lanes_of(u.src[1], len(a[2])) if len(u.src) > 1 else None
@@ -325,11 +333,12 @@ class Recorder:
         per_dev = list(R.unwrap_multi(call, [resolved[i] for i in ast.arg.globals]))
         if len(per_dev) != 1:
             raise Unsupported(f"kernel {ast.arg.function_name}: multi-device")
+        # which buffers held data before this kernel: only a fresh allocation has undefined contents
+        held = [b.is_initialized() for b in per_dev[0][0]]
         bufs = [b.ensure_allocated() for b in per_dev[0][0]]
         conv = Conv(ast.arg.function_name, uops, [b.size for b in bufs])
         prog = conv.convert()
         reads = {s for s, p in enumerate(prog["params"])}
-        loaded = {i["arg"]["param"] for i in prog["insts"] if i["op"] == "PARAM"}
         ids = []
         for s, b in enumerate(bufs):
             if b.offset != 0 and False:
@@ -339,9 +348,10 @@ class Recorder:
                 cid = len(self.objs)
                 self.bufs[key] = cid
                 self.objs.append(b)
-                # contents before the first kernel that takes it, unless that kernel only writes it
-                only_written = prog["params"][s]["written"] and not reads_slot(prog, s)
-                self.init[cid] = None if only_written or s not in loaded else raw_of(b)
+                # Its contents before the first kernel that takes it: a buffer that held data keeps
+                # what the kernel does not overwrite (a setitem writes part of it), so they are
+                # recorded; a fresh allocation's contents are undefined (reading them is UB).
+                self.init[cid] = raw_of(b) if held[s] else None
             ids.append(self.bufs[key])
         _ = reads
         self.steps.append((prog, ids, str(bufs[0].device)))
@@ -375,13 +385,6 @@ def install_hook():
     import tinygrad.engine.realize as R
     R.pm_exec = R.PatternMatcher([(p, (_capture if f is R.exec_kernel else f)) for p, f in R.pm_exec.patterns])
     _HOOKED = True
-
-
-def reads_slot(prog, slot):
-    insts = prog["insts"]
-    pid = {k for k, i in enumerate(insts) if i["op"] == "PARAM" and i["arg"]["param"] == slot}
-    idx = {k for k, i in enumerate(insts) if i["op"] == "INDEX" and i["src"][0] in pid}
-    return any(i["op"] == "LOAD" and i["src"][0] in idx for i in insts)
 
 
 def canonical(case):
