@@ -341,8 +341,6 @@ class Recorder:
         reads = {s for s, p in enumerate(prog["params"])}
         ids = []
         for s, b in enumerate(bufs):
-            if b.offset != 0 and False:
-                pass
             key = id(b)
             if key not in self.bufs:
                 cid = len(self.objs)
