@@ -240,8 +240,10 @@ fn repo_root() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-/// How `tinygrad:DEV` is run: `PYTHON bridges/tinygrad/bridge.py DEV`, with PYTHON from
-/// `UOPKIT_TINYGRAD_PYTHON`, else `<repo>/.venv/bin/python` if it exists, else `python3`.
+/// How `tinygrad:DEV` is run: `PYTHON BRIDGE DEV`, with PYTHON from `UOPKIT_TINYGRAD_PYTHON`,
+/// else `<repo>/.venv/bin/python` if it exists, else `python3`, and BRIDGE from
+/// `UOPKIT_TINYGRAD_BRIDGE` (a modified bridge, judged under the same backend name and
+/// manifests), else `<repo>/bridges/tinygrad/bridge.py`.
 pub fn tinygrad_spawn(dev: &str) -> Result<Spawn, String> {
     if !valid_tinygrad_device(dev) {
         return Err(format!(
@@ -255,7 +257,10 @@ pub fn tinygrad_spawn(dev: &str) -> Result<Spawn, String> {
         _ if venv.is_file() => venv.to_string_lossy().into_owned(),
         _ => "python3".to_string(),
     };
-    let bridge = root.join("bridges").join("tinygrad").join("bridge.py");
+    let bridge = match std::env::var("UOPKIT_TINYGRAD_BRIDGE") {
+        Ok(p) if !p.is_empty() => std::path::PathBuf::from(p),
+        _ => root.join("bridges").join("tinygrad").join("bridge.py"),
+    };
     Ok(Spawn {
         program: python,
         args: vec![bridge.to_string_lossy().into_owned(), dev.to_string()],
