@@ -12,6 +12,7 @@
 //!   "reassociate_allreduce": false,
 //!   "flush_subnormals": [],
 //!   "contract_mul_add": false,
+//!   "nan_bits": "canonical",
 //!   "ulp": {"EXP2": {"float32": 2, "*": 1}},
 //!   "overrides": [{"case": "alu/exp2_float32", "output": "y", "compare": {"ulp": 2}, "reason": "…"}]
 //! }
@@ -24,7 +25,7 @@ use serde::{Deserialize, Serialize};
 use uopkit_interp::bounds::Tolerances;
 use uopkit_interp::ir::{DType, Op};
 
-use crate::case::{Compare, Output};
+use crate::case::{Compare, NanPolicy, Output};
 
 pub const FORMAT: &str = "uopkit-allowances/1";
 
@@ -49,6 +50,11 @@ pub struct Allowances {
     /// A float multiply feeding an add may be fused (one rounding).
     #[serde(default)]
     pub contract_mul_add: bool,
+    /// `"any"`: where the oracle's value is a NaN, any NaN (any sign, any payload) is accepted,
+    /// on every output (a case output's own `nan: any` needs no manifest). A number for a NaN,
+    /// or a NaN for a number, is still a mismatch. Default `"canonical"`: the output's own policy.
+    #[serde(default, skip_serializing_if = "is_canonical")]
+    pub nan_bits: NanPolicy,
     /// ULP budget: op name → dtype name (or `"*"` for every float dtype) → steps.
     #[serde(default)]
     pub ulp: BTreeMap<String, BTreeMap<String, u64>>,
@@ -92,6 +98,10 @@ pub fn default_path(backend: &str) -> PathBuf {
         .join(format!("{backend}.json"))
 }
 
+fn is_canonical(p: &NanPolicy) -> bool {
+    *p == NanPolicy::Canonical
+}
+
 /// The float ALU ops a ULP budget may name (those the op table marks `ulp_budget`).
 fn budget_op(op: Op) -> bool {
     op.info().is_some_and(|i| i.ulp_budget)
@@ -108,6 +118,7 @@ impl Allowances {
             reassociate_allreduce: false,
             flush_subnormals: vec![],
             contract_mul_add: false,
+            nan_bits: NanPolicy::Canonical,
             ulp: BTreeMap::new(),
             overrides: vec![],
         }
@@ -212,7 +223,16 @@ impl Allowances {
 
     /// Whether the manifest allows no deviation (overrides aside).
     pub fn is_strict(&self) -> bool {
-        self.tolerances().is_strict()
+        self.tolerances().is_strict() && self.nan_bits == NanPolicy::Canonical
+    }
+
+    /// The NaN policy `out` is compared with on this backend: the manifest's `nan_bits: any`
+    /// widens the output's own.
+    pub fn nan_for(&self, out: &Output) -> NanPolicy {
+        match self.nan_bits {
+            NanPolicy::Any => NanPolicy::Any,
+            NanPolicy::Canonical => out.nan,
+        }
     }
 
     /// The mode `out` of case `case_name` is compared with on this backend: an override naming
@@ -275,6 +295,9 @@ impl Allowances {
         }
         if self.contract_mul_add {
             parts.push("contract_mul_add".to_string());
+        }
+        if self.nan_bits == NanPolicy::Any {
+            parts.push("nan_bits any".to_string());
         }
         for (op, per) in &self.ulp {
             for (dt, n) in per {

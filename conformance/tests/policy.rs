@@ -203,6 +203,56 @@ fn signed_zeros_and_nans_per_mode() {
     assert!(d.report(8).contains("[NaN vs number]"));
 }
 
+/// A manifest's `nan_bits: any` (a backend whose hardware makes its own NaNs, x86's default
+/// NaN 0xffc00000) accepts any NaN where the oracle has one, counts it as deviating and names
+/// the allowance; a number for a NaN still fails, and a strict manifest rejects the payload.
+#[test]
+fn manifest_nan_bits_any_widens_only_nans() {
+    let c = add_case(json!("exact"), "canonical");
+    let r = oracle(&c);
+    let v = out_value(&c, &r, 0).clone();
+    let default_nan = with(&v, &[(3, 0xffc0_0000)]);
+    let strict = Allowances::strict("test");
+    let any: Allowances = Allowances::parse(
+        r#"{"format": "uopkit-allowances/1", "backend": "test", "nan_bits": "any"}"#,
+    )
+    .unwrap();
+    assert!(!any.is_strict());
+    assert!(any.summary().contains("nan_bits any"), "{}", any.summary());
+    let judged = |a: &Allowances, x: &Value| {
+        compare::judge_outputs(&c, "policy/add", &r, &[Some(x.clone())], a).unwrap()
+    };
+    let s = judged(&strict, &default_nan);
+    assert!(
+        !s[0].diff.as_ref().unwrap().passed(),
+        "strict: NaN bits differ"
+    );
+    let a = judged(&any, &default_nan);
+    let d = a[0].diff.as_ref().unwrap();
+    assert!(d.passed(), "{}", d.report(8));
+    assert_eq!(
+        d.deviating, 1,
+        "the other NaN is a deviation the manifest allows"
+    );
+    assert!(
+        d.allowances.iter().any(|x| x.contains("nan_bits any")),
+        "{:?}",
+        d.allowances
+    );
+    let same = judged(&any, &v);
+    assert_eq!(same[0].diff.as_ref().unwrap().deviating, 0);
+    let number = with(&v, &[(3, 0x3f80_0000)]);
+    let n = judged(&any, &number);
+    assert!(
+        !n[0].diff.as_ref().unwrap().passed(),
+        "a number for a NaN still fails"
+    );
+    assert!(Allowances::parse(
+        r#"{"format": "uopkit-allowances/1", "backend": "test", "nan_bits": "some"}"#
+    )
+    .is_err());
+}
+
 #[test]
 fn ulp_reports_carry_a_histogram() {
     let c = add_case(json!({"ulp": 2}), "canonical");

@@ -176,6 +176,7 @@ pub fn compare(out: &Output, value: &Value) -> Result<OutputDiff, String> {
     let policy = Policy {
         mode: &out.compare,
         nan: out.nan,
+        own_nan: out.nan,
         bounds: None,
         alts,
     };
@@ -220,6 +221,7 @@ pub fn compare_compact(out: &Output, value: &Compact) -> Result<OutputDiff, Stri
     let policy = Policy {
         mode: &out.compare,
         nan: out.nan,
+        own_nan: out.nan,
         bounds: None,
         alts,
     };
@@ -287,6 +289,19 @@ pub fn compare_with(
     actual: &Value,
     bounds: Option<&NodeBounds>,
 ) -> Result<OutputDiff, String> {
+    compare_with_nan(out, mode, out.nan, oracle, actual, bounds)
+}
+
+/// [`compare_with`] under NaN policy `nan` (a backend manifest's `nan_bits` may widen the
+/// output's own): NaNs that only this widening accepts count as deviating.
+pub fn compare_with_nan(
+    out: &Output,
+    mode: &Compare,
+    nan: NanPolicy,
+    oracle: &Value,
+    actual: &Value,
+    bounds: Option<&NodeBounds>,
+) -> Result<OutputDiff, String> {
     if oracle.shape != actual.shape || oracle.dtype != actual.dtype {
         return Err(format!(
             "output '{}': the oracle gives {} {:?}, the backend {} {:?}",
@@ -332,7 +347,8 @@ pub fn compare_with(
     }
     let policy = Policy {
         mode,
-        nan: out.nan,
+        nan,
+        own_nan: out.nan,
         bounds: bounds.filter(|_| *mode == Compare::Bounded),
         alts,
     };
@@ -453,14 +469,19 @@ pub fn judge_outputs(
             continue;
         };
         let nb = bounds.as_ref().and_then(|(b, roots)| b.get(roots[k]));
-        let diff = compare_with(out, &mode.compare, ov, av, nb).map(|mut d| {
+        let nan = allow.nan_for(out);
+        let diff = compare_with_nan(out, &mode.compare, nan, ov, av, nb).map(|mut d| {
+            if nan != out.nan {
+                d.allowances
+                    .push(format!("{} manifest: nan_bits any", allow.backend));
+            }
             d.origin = mode
                 .origin
                 .map(|o| format!("{} manifest override: {}", allow.backend, o.reason));
             d.manifest = Some(allow.summary());
             d
         });
-        let distances = diff.is_ok().then(|| distances(out.nan, ov, av)).flatten();
+        let distances = diff.is_ok().then(|| distances(nan, ov, av)).flatten();
         judged.push(JudgedOutput { diff, distances });
     }
     Ok(judged)
@@ -517,6 +538,8 @@ type Alternatives = Vec<Vec<Vec<Option<u64>>>>;
 struct Policy<'a> {
     mode: &'a Compare,
     nan: NanPolicy,
+    /// The output's own NaN policy: a NaN accepted only under `nan` (a manifest's) deviates.
+    own_nan: NanPolicy,
     bounds: Option<&'a NodeBounds>,
     alts: Alternatives,
 }
@@ -524,6 +547,11 @@ struct Policy<'a> {
 impl Policy<'_> {
     fn same(&self, dt: DType, e: u64, a: u64) -> bool {
         e == a || (self.nan == NanPolicy::Any && is_nan(dt, e) && is_nan(dt, a))
+    }
+
+    /// Equal under the output's own NaN policy (not counted as a deviation).
+    fn same_own(&self, dt: DType, e: u64, a: u64) -> bool {
+        e == a || (self.own_nan == NanPolicy::Any && is_nan(dt, e) && is_nan(dt, a))
     }
 }
 
@@ -637,7 +665,7 @@ fn diff(
                     Limit::Outputs(p.alts.len()),
                 ),
             };
-            if ok && !p.same(dt, e, x) {
+            if ok && !p.same_own(dt, e, x) {
                 deviating += 1;
             }
             if !ok {
