@@ -11,8 +11,11 @@ linearized UOp program its codegen produced for that device's renderer (PROGRAM 
 the buffers bound to it and their contents before the first kernel that reads them. The
 programs are converted to uopkit kernel instructions (interp/src/kernel/mod.rs); tinygrad's
 vector values (STACK, SHRINK of a pointer, INDEX of a vector) are split into lanes and its
-IF/ENDIF blocks become gates on the loads and stores inside. tinygrad's realized buffers are
-the expected contents (an independent source: compiled C run by tinygrad's runtime).
+IF/ENDIF blocks become gates on the loads and stores inside. A buffer copy tinygrad makes into a
+buffer the case already holds becomes a `copy` step. tinygrad's realized buffers are the expected
+contents (an independent source: compiled C run by tinygrad's runtime), its C compiled with
+-ffp-contract=off added (see NO_CONTRACT below); a description names where tinygrad's C renderer
+computes differently from the program (renderer_reassociations, renderer_unrounded_half).
 
 The case goes to OUT/<script stem>/<name>.json (default OUT: corpus/imported/tinygrad/kernels),
 written atomically in uopkit's canonical layout (what `uopkit fmt` writes). A case that cannot

@@ -26,6 +26,7 @@ def cases():
     yield "exp", "float32 exp", ["alu"], lambda: {"out": Tensor(A, dtype=dtypes.float32).exp()}
     yield "softmax", "float32 softmax (several kernels)", ["reduce"], lambda: {"out": Tensor(X, dtype=dtypes.float32).softmax(1)}
     yield "sin", "float32 sin", ["alu"], lambda: {"out": Tensor(A, dtype=dtypes.float32).sin()}
+    yield "half_fma", "float16 x*x+1", ["alu"], lambda: {"out": (lambda x: x * x + 1)(Tensor([0.5, 1.5, -2.0, 3.0], dtype=dtypes.half) + 0)}
     yield "gather", "shard over 3 devices, gather", ["multi"], lambda: {
         "y": (Tensor([0, 1, 2, 3, 4, 5], dtype=dtypes.int32).reshape(3, 2) + 1).shard(D, axis=0).to("CPU:0")}
     yield "self_view", "x[0:2] = x[2:4].contiguous()", ["assign"], self_view
@@ -52,8 +53,8 @@ def main():
         # A kernel binding a buffer and a view of it cannot be a kernel-level case: skipped, named.
         assert "s/self_view: skipped: E_2: takes a buffer and a view of it (2 int at byte offset 8" in r.stderr, r.stderr[-2000:]
         assert "kernel-level cases do not alias buffers" in r.stderr
-        assert sorted(os.listdir(os.path.join(out, "s"))) == ["exp.json", "gather.json", "sin.json", "softmax.json"]
-        case = {n: json.load(open(os.path.join(out, "s", n + ".json"))) for n in ("exp", "softmax", "sin", "gather")}
+        assert sorted(os.listdir(os.path.join(out, "s"))) == ["exp.json", "gather.json", "half_fma.json", "sin.json", "softmax.json"]
+        case = {n: json.load(open(os.path.join(out, "s", n + ".json"))) for n in ("exp", "softmax", "sin", "gather", "half_fma")}
 
         # Compiled without FP contraction: exp(3.25) is 0x41ce529e as the program computes it (each MUL
         # and ADD rounded); tinygrad's default build fuses the polynomial into FMAs and gives 0x41ce529d.
@@ -66,6 +67,9 @@ def main():
         # The renderer's reassociation of sin's right-nested additions is named in the description.
         assert "strips the parentheses of 12 right-nested float ADD/MUL operand(s)" in case["sin"]["description"]
         assert "strips the parentheses" not in case["exp"]["description"]
+        # So is clang's __fp16 arithmetic in float: x*x is inlined into x*x+1 unrounded.
+        assert "keeps 4 inlined float16 intermediate(s) in float" in case["half_fma"]["description"], case["half_fma"]["description"]
+        assert "float16" not in case["exp"]["description"]
 
         # A copy into a buffer tinygrad's memory planner reuses is a `copy` step, so the gather reads
         # the shard copied back from CPU:1, not what the buffer held before.
@@ -81,7 +85,7 @@ def main():
         assert r2.returncode == 1
         again = {n: open(os.path.join(out, "s", n), "rb").read() for n in os.listdir(os.path.join(out, "s"))}
         assert again == first, "a rerun changed the bytes"
-    print("ok: tinygrad_export_kernels: no FP contraction (also across kernels), reassociation named, copy steps, views refused, deterministic")
+    print("ok: tinygrad_export_kernels: no FP contraction (also across kernels), reassociation and __fp16 named, copy steps, views refused, deterministic")
     return 0
 
 
