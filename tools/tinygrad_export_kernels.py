@@ -11,8 +11,11 @@ linearized UOp program its codegen produced for that device's renderer (PROGRAM 
 the buffers bound to it and their contents before the first kernel that reads them. The
 programs are converted to uopkit kernel instructions (interp/src/kernel/mod.rs); tinygrad's
 vector values (STACK, SHRINK of a pointer, INDEX of a vector) are split into lanes and its
-IF/ENDIF blocks become gates on the loads and stores inside. tinygrad's realized buffers are
-the expected contents (an independent source: compiled C run by tinygrad's runtime).
+IF/ENDIF blocks become gates on the loads and stores inside. A buffer copy tinygrad makes into a
+buffer the case already holds becomes a `copy` step. tinygrad's realized buffers are the expected
+contents (an independent source: compiled C run by tinygrad's runtime), its C compiled with
+-ffp-contract=off added (see NO_CONTRACT below); a description names where tinygrad's C renderer
+computes differently from the program (renderer_reassociations, renderer_unrounded_half).
 
 The case goes to OUT/<script stem>/<name>.json (default OUT: corpus/imported/tinygrad/kernels),
 written atomically in uopkit's canonical layout (what `uopkit fmt` writes). A case that cannot
@@ -314,6 +317,34 @@ def raw_of(buf):
     return bytes(buf.as_memoryview(force_zero_copy=False)) if hasattr(buf, "as_memoryview") else bytes(buf.numpy().tobytes())
 
 
+def renderer_reassociations(uops):
+    """How many float ADD/MUL uops of a program tinygrad's C renderer prints reassociated: a same-op
+    operand used once is inlined (renderer/cstyle.py:242) and its parentheses are stripped whatever
+    its position (renderer/cstyle.py:64-65, helpers.strip_parens), so ADD(a, ADD(b, c)) becomes
+    `(a+b+c)`, which C evaluates as (a+b)+c. The kernel program computes a+(b+c)."""
+    from collections import Counter
+    from tinygrad.dtype import dtypes
+    uses = Counter(v for u in uops for v in u.src)
+    n = 0
+    for u in uops:
+        if u.op.name in ("ADD", "MUL") and dtypes.is_float(u.dtype):
+            n += sum(1 for v in u.src[1:] if v.op is u.op and uses[v] == 1)
+    return n
+
+
+def renderer_unrounded_half(uops):
+    """How many float16 ALU results tinygrad's C keeps in float: the clang renderer types half as
+    `__fp16` (renderer/cstyle.py:270), a storage-only type whose arithmetic clang does in float, and an
+    ALU result used once is inlined into its user's expression (renderer/cstyle.py:242), so it is
+    rounded to half only where the expression is assigned. The kernel program rounds every op."""
+    from collections import Counter
+    from tinygrad.dtype import dtypes
+    uses = Counter(v for u in uops for v in u.src)
+    alu = {"ADD", "SUB", "MUL", "FDIV", "MAX", "NEG", "RECIPROCAL", "SQRT", "TRUNC", "MULACC"}
+    return sum(1 for u in uops for v in u.src
+               if u.op.name in alu and v.op.name in alu and uses[v] == 1 and getattr(v.dtype, "base", v.dtype) == dtypes.half)
+
+
 class Recorder:
     def __init__(self):
         self.steps = []      # (program dict, [buffer ids], device)
@@ -321,38 +352,76 @@ class Recorder:
         self.objs = []       # Buffer objects by case id
         self.init = {}       # case id -> raw bytes or None
         self.error = None
+        self.reassociated = 0  # renderer_reassociations over the kernels run
+        self.unrounded_half = 0  # renderer_unrounded_half over the kernels run
+        self.view_bases = set()  # id() of the bases of the views taken
 
     def record(self, R, Ops, ctx, call, ast):
         lin = [s for s in ast.src if s.op is Ops.LINEAR]
         if not lin:
             raise Unsupported(f"kernel {ast.arg.name}: no LINEAR program")
         uops = list(lin[0].src)
+        self.reassociated += renderer_reassociations(uops)
+        self.unrounded_half += renderer_unrounded_half(uops)
         if ast.arg.vars:
             raise Unsupported(f"kernel {ast.arg.function_name}: symbolic variables {ast.arg.vars}")
         resolved = R.resolve_params(call, ctx.input_uops)
         per_dev = list(R.unwrap_multi(call, [resolved[i] for i in ast.arg.globals]))
         if len(per_dev) != 1:
             raise Unsupported(f"kernel {ast.arg.function_name}: multi-device")
+        self.refuse_views(ast.arg.function_name, per_dev[0][0])
         # which buffers held data before this kernel: only a fresh allocation has undefined contents
         held = [b.is_initialized() for b in per_dev[0][0]]
         bufs = [b.ensure_allocated() for b in per_dev[0][0]]
         conv = Conv(ast.arg.function_name, uops, [b.size for b in bufs])
         prog = conv.convert()
-        reads = {s for s, p in enumerate(prog["params"])}
-        ids = []
-        for s, b in enumerate(bufs):
-            key = id(b)
-            if key not in self.bufs:
-                cid = len(self.objs)
-                self.bufs[key] = cid
-                self.objs.append(b)
-                # Its contents before the first kernel that takes it: a buffer that held data keeps
-                # what the kernel does not overwrite (a setitem writes part of it), so they are
-                # recorded; a fresh allocation's contents are undefined (reading them is UB).
-                self.init[cid] = raw_of(b) if held[s] else None
-            ids.append(self.bufs[key])
-        _ = reads
-        self.steps.append((prog, ids, str(bufs[0].device)))
+        ids = [self.case_buffer(b, h) for b, h in zip(bufs, held)]
+        self.steps.append(("kernel", prog, ids, str(bufs[0].device)))
+
+    def refuse_views(self, what, bufs):
+        """A view (Buffer.base/offset) of a buffer the case also takes, e.g. `x[0:2] = x[2:4].contiguous()`
+        binding x and x[2:4] to one kernel, shares that buffer's memory, and kernel-level cases do not
+        alias buffers (docs/case-format.md), so it has no form. Views into tinygrad's memory planner
+        arenas are fine: the arena itself is never bound, and the planner gives each view a range of
+        its own while it lives."""
+        bound = {id(b) for b in bufs}
+        for b in bufs:
+            base = getattr(b, "_base", None)
+            aliased = (base is not None and (id(base) in self.bufs or id(base) in bound)) or id(b) in self.view_bases
+            if aliased:
+                v = b if base is not None else next(x for x in bufs + self.objs if getattr(x, "_base", None) is b)
+                raise Unsupported(f"{what}: takes a buffer and a view of it ({v.size} {v.dtype.name} at byte offset"
+                                  f" {v.offset} of a buffer of {v.base.size} {v.base.dtype.name}); kernel-level cases do not alias buffers")
+
+    def case_buffer(self, b, held):
+        """The case buffer id of tinygrad Buffer B, registering it on first sight with its contents
+        then: a buffer that held data keeps what the step does not overwrite (a setitem writes part
+        of it), so they are recorded; a fresh allocation's contents are undefined (reading them is UB)."""
+        key = id(b)
+        if key not in self.bufs:
+            cid = len(self.objs)
+            self.bufs[key] = cid
+            self.objs.append(b)  # kept alive: id() stays unique
+            if getattr(b, "_base", None) is not None:
+                self.view_bases.add(id(b._base))
+            self.init[cid] = raw_of(b) if held else None
+        return self.bufs[key]
+
+    def record_copy(self, R, ctx, call):
+        """tinygrad's buffer copies (exec_copy: between devices, or from Python data). A copy into a
+        buffer no recorded step has taken yet needs no step: the buffer's contents at its first
+        kernel are its initial contents. A copy into one already taken (tinygrad's memory planner
+        reuses a buffer once its last reader ran) becomes a `copy` step, or the case would read the
+        buffer's old contents."""
+        for bufs, _ in R.unwrap_multi(call, R.resolve_params(call, ctx.input_uops)):
+            dest, src = bufs[0], bufs[1]
+            if id(dest) not in self.bufs:
+                continue
+            self.refuse_views("copy", [dest, src])
+            if dest.size != src.size or dest.dtype != src.dtype:
+                raise Unsupported(f"copy of {src.size} {src.dtype.name} into {dest.size} {dest.dtype.name}")
+            sid = self.case_buffer(src, src.is_initialized())
+            self.steps.append(("copy", None, [self.bufs[id(dest)], sid], None))
 
 
 # The Recorder of the case being exported, in a mutable holder: tinygrad's pattern matchers refuse
@@ -372,7 +441,59 @@ def _capture(ctx, call, ast):
     return R.exec_kernel(ctx, call, ast)
 
 
+def _capture_copy(ctx, call, ast):
+    import tinygrad.engine.realize as R
+    rec = _REC["rec"]
+    if rec is not None and rec.error is None:
+        try:
+            rec.record_copy(R, ctx, call)
+        except Unsupported as e:
+            rec.error = str(e)
+    return R.exec_copy(ctx, call, ast)
+
+
 _HOOKED = False
+
+# tinygrad 0.14.0 compiles its CPU kernels with `clang -O2 ... -march=native` and no -ffp-contract
+# (runtime/support/compiler_cpu.py:21), so clang's C default (-ffp-contract=on) fuses a*b+c inside one
+# expression into an FMA wherever the host has one: the nested polynomials of tinygrad's exp2/log2/sin
+# decompositions are rendered as one expression, and objdump of the default build shows vfmadd213ss.
+# The kernel program has separate MUL and ADD uops, each rounded, so the expected values must come
+# from that program compiled without contraction: the exporter compiles with -ffp-contract=off.
+NO_CONTRACT = "-ffp-contract=off"
+
+
+def no_fp_contraction():
+    """Makes every ClangCompiler tinygrad creates from now on pass -ffp-contract=off, under a disk-cache
+    key of its own (tinygrad caches objects by source: an object of the default build must not be
+    reused), and turns off tinygrad's parallel compilation: its worker processes are spawned fresh
+    (engine/worker.py) and would compile with the default flags. Installed before tinygrad creates
+    its CPU device."""
+    from tinygrad.helpers import PARALLEL
+    from tinygrad.runtime.support import compiler_cpu
+    PARALLEL.value = 0
+    C = compiler_cpu.ClangCompiler
+    if getattr(C, "_uopkit_no_contract", False):
+        return
+    orig = C.__init__
+
+    def init(self, arch, cachekey="compile_clang_obj"):
+        orig(self, arch, cachekey + "_fp_contract_off")
+        self.args = [*self.args, NO_CONTRACT]
+    C.__init__ = init
+    C._uopkit_no_contract = True
+
+
+def compiled_without_contraction(device):
+    """True when DEVICE's kernels are compiled by a ClangCompiler passing -ffp-contract=off; None when
+    its compiler is not clang (nothing to say about contraction)."""
+    from tinygrad import Device
+    from tinygrad.helpers import PARALLEL
+    from tinygrad.runtime.support.compiler_cpu import ClangCompiler
+    comp = getattr(Device[device].renderer, "compiler", None)
+    if not isinstance(comp, ClangCompiler):
+        return None
+    return NO_CONTRACT in comp.args and PARALLEL.value == 0
 
 
 def install_hook():
@@ -381,7 +502,8 @@ def install_hook():
     if _HOOKED:
         return
     import tinygrad.engine.realize as R
-    R.pm_exec = R.PatternMatcher([(p, (_capture if f is R.exec_kernel else f)) for p, f in R.pm_exec.patterns])
+    hooks = {R.exec_kernel: _capture, R.exec_copy: _capture_copy}
+    R.pm_exec = R.PatternMatcher([(p, hooks.get(f, f)) for p, f in R.pm_exec.patterns])
     _HOOKED = True
 
 
@@ -421,10 +543,15 @@ def export_case(name, description, tags, build, device):
         _REC["rec"] = None
     if rec.error:
         raise Unsupported(rec.error)
+    if compiled_without_contraction(device) is False:
+        raise Unsupported(f"{device}'s clang compiler lacks {NO_CONTRACT} (created before no_fp_contraction())")
     if not rec.steps:
         raise Unsupported("tinygrad ran no kernel for it")
     programs, steps, keys = [], [], {}
-    for prog, ids, dev in rec.steps:
+    for kind, prog, ids, dev in rec.steps:
+        if kind == "copy":
+            steps.append({"copy": {"dst": ids[0], "src": ids[1]}})
+            continue
         key = dumps(prog)
         if key not in keys:
             keys[key] = len(programs)
@@ -443,6 +570,14 @@ def export_case(name, description, tags, build, device):
         if cid is None:
             raise Unsupported(f"output {oname}: its buffer is not one a kernel took")
         expect.append({"name": oname, "buffer": cid, "expect": hexes(raw_of(buf), dtname(buf.dtype)), "nan": "canonical"})
+    if rec.reassociated:
+        description += (f"; tinygrad's C renderer strips the parentheses of {rec.reassociated} right-nested float"
+                        " ADD/MUL operand(s) (renderer/cstyle.py:64-65), so its compiled C evaluates them left to"
+                        " right, not in the program's order: a mismatch here is that finding")
+    if rec.unrounded_half:
+        description += (f"; tinygrad's C keeps {rec.unrounded_half} inlined float16 intermediate(s) in float (clang's"
+                        " __fp16 is storage-only, renderer/cstyle.py:270), so it rounds fewer times than the program:"
+                        " a mismatch here is that finding")
     return {"format": "uopkit-case/1", "description": description, "tags": tags,
             "kernel": {"buffers": buffers, "programs": programs, "steps": steps, "expect": expect}}
 
@@ -465,6 +600,10 @@ def main(argv):
     a = ap.parse_args(argv)
     import tinygrad
     version = getattr(tinygrad, "__version__", "0.14.0")
+    no_fp_contraction()
+    how = f"lowered kernels, device {a.device}"
+    if compiled_without_contraction(a.device):
+        how += f", C compiled with clang {NO_CONTRACT}"
     skipped = written = 0
     for path in a.scripts:
         if not path.endswith(".py") or not os.path.isfile(path):
@@ -475,7 +614,7 @@ def main(argv):
         for name, desc, tags, build in mod.cases():
             where = f"{stem}/{name}"
             try:
-                case = export_case(name, f"{desc} (tinygrad {version} lowered kernels, device {a.device})",
+                case = export_case(name, f"{desc} (tinygrad {version} {how})",
                                    sorted(set(list(tags) + ["tinygrad", "kernel"])), build, a.device)
             except Unsupported as e:
                 print(f"{where}: skipped: {e}", file=sys.stderr)
