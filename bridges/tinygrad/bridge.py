@@ -102,6 +102,20 @@ def bf16_unsupported():
     return _BF16[0]
 
 
+def python_half_unsupported():
+    """None if the PYTHON device declares float16, else why not.
+
+    tinygrad's PythonRenderer.supported_dtypes (runtime/ops_python.py:235) drops dtypes.half before Python 3.12
+    (struct's 'e' format in memoryview.cast is 3.12+); tinygrad then emulates float16 in float32
+    (codegen/decomp/dtype.py:200 `_should_emulate`, pm_float_decomp), which is not the device's float16."""
+    from tinygrad.device import Device
+    if T.DTYPES["float16"] in Device[DEV].renderer.supported_dtypes():
+        return None
+    return (f"tinygrad's {DEV} device does not support float16 under Python {sys.version_info[0]}.{sys.version_info[1]} "
+            "(runtime/ops_python.py:235: PythonRenderer.supported_dtypes drops dtypes.half before Python 3.12; "
+            "tinygrad would emulate it in float32, codegen/decomp/dtype.py:200)")
+
+
 # ----------------------------------------------------------------------------------------------------------
 # graph -> UOps
 
@@ -149,6 +163,8 @@ class Graph:
         if name not in T.DTYPES:
             raise Unsupported(f"dtype {name} has no tinygrad dtype")
         if name == "bfloat16" and DEV.split(":")[0] == "CPU" and (why := bf16_unsupported()):
+            raise Unsupported(why)
+        if name == "float16" and DEV.split(":")[0] == "PYTHON" and (why := python_half_unsupported()):
             raise Unsupported(why)
         return T.DTYPES[name]
 
