@@ -210,6 +210,10 @@ class Graph:
                     walk(s)
             elif d.op is Ops.STORE and d.src[0].buf_uop is not x.buf_uop:
                 self.effects.append(d)
+            elif d.op is Ops.STORE and d.src[0] is not x and d.src[0].op in VIEW_OPS:
+                # a store into a view of x's buffer: tinygrad's Tensor.assign spells it
+                # AFTER(buffer, AFTER(view, STORE(view, value))) (tensor.py:455-460, "view assign")
+                out.append(UOp(Ops.AFTER, d.src[0].dtype, (d.src[0], d)))
             else:
                 out.append(d)
         for d in deps:
