@@ -105,8 +105,8 @@ def bf16_unsupported():
 def python_half_unsupported():
     """None if the PYTHON device declares float16, else why not.
 
-    tinygrad's PythonRenderer.supported_dtypes (runtime/ops_python.py:235) drops dtypes.half before Python 3.12
-    (struct's 'e' format in memoryview.cast is 3.12+); tinygrad then emulates float16 in float32
+    tinygrad's PythonRenderer.supported_dtypes (runtime/ops_python.py:235) drops dtypes.half before Python 3.12;
+    tinygrad then emulates float16 in float32
     (codegen/decomp/dtype.py:200 `_should_emulate`, pm_float_decomp), which is not the device's float16."""
     from tinygrad.device import Device
     if T.DTYPES["float16"] in Device[DEV].renderer.supported_dtypes():
@@ -150,7 +150,9 @@ class Graph:
         self.u = {}
         self.bufs = {}  # node id -> Buffer / MultiBuffer (identity used to name writes)
         self.multi = False
-        self.effects = []  # STOREs only ordered by an AFTER of another buffer: run as their own AFTER
+        # deps that no output's AFTER holds (a STORE to another buffer than the AFTER's, the deps of an AFTER of a
+        # non-storage value): realized alongside the outputs (run())
+        self.effects = []
 
     def build(self):
         for nid in sorted(self.nodes):
