@@ -102,6 +102,20 @@ def bf16_unsupported():
     return _BF16[0]
 
 
+def python_half_unsupported():
+    """None if the PYTHON device declares float16, else why not.
+
+    tinygrad's PythonRenderer.supported_dtypes (runtime/ops_python.py:235) drops dtypes.half before Python 3.12;
+    tinygrad then emulates float16 in float32
+    (codegen/decomp/dtype.py:200 `_should_emulate`, pm_float_decomp), which is not the device's float16."""
+    from tinygrad.device import Device
+    if T.DTYPES["float16"] in Device[DEV].renderer.supported_dtypes():
+        return None
+    return (f"tinygrad's {DEV} device does not support float16 under Python {sys.version_info[0]}.{sys.version_info[1]} "
+            "(runtime/ops_python.py:235: PythonRenderer.supported_dtypes drops dtypes.half before Python 3.12; "
+            "tinygrad would emulate it in float32, codegen/decomp/dtype.py:200)")
+
+
 # ----------------------------------------------------------------------------------------------------------
 # graph -> UOps
 
@@ -124,6 +138,10 @@ def broadcast(srcs):
     return [s._mop(Ops.EXPAND, full) if s.shape == () and full != () else s for s in srcs]
 
 
+# ops through which tinygrad's Tensor.assign looks for the buffer a view is of (tensor.py:457)
+VIEW_OPS = frozenset({Ops.RESHAPE, Ops.EXPAND, Ops.PERMUTE, Ops.PAD, Ops.SHRINK, Ops.FLIP, Ops.BITCAST, Ops.DETACH})
+
+
 class Graph:
     def __init__(self, req):
         self.req = req
@@ -132,6 +150,9 @@ class Graph:
         self.u = {}
         self.bufs = {}  # node id -> Buffer / MultiBuffer (identity used to name writes)
         self.multi = False
+        # deps that no output's AFTER holds (a STORE to another buffer than the AFTER's, the deps of an AFTER of a
+        # non-storage value): realized alongside the outputs (run())
+        self.effects = []
 
     def build(self):
         for nid in sorted(self.nodes):
@@ -144,6 +165,8 @@ class Graph:
         if name not in T.DTYPES:
             raise Unsupported(f"dtype {name} has no tinygrad dtype")
         if name == "bfloat16" and DEV.split(":")[0] == "CPU" and (why := bf16_unsupported()):
+            raise Unsupported(why)
+        if name == "float16" and DEV.split(":")[0] == "PYTHON" and (why := python_half_unsupported()):
             raise Unsupported(why)
         return T.DTYPES[name]
 
@@ -172,6 +195,35 @@ class Graph:
             b = Buffer(dev, size, dt).allocate()
         self.bufs[nid] = b
         return UOp.from_buffer(b)
+
+    def after_deps(self, x, deps):
+        """uopkit AFTER(x, deps...) -> tinygrad's AFTER sources after x.
+
+        tinygrad's scheduler (schedule/__init__.py create_schedule, `writes.setdefault(u.buf_uop, ...)`) takes
+        every kernel under an AFTER's sources as a write of x's buffer, so a CALL body's GROUP of stores to
+        several buffers (uopkit's multi-output CALL, canonicalized) is not its spelling: there each output is
+        AFTER(buffer, STORE to that buffer), as Tensor.assign builds it (tensor.py assign). So the GROUPs are
+        flattened and only the stores to x's buffer (and AFTER / other deps) are kept; a store to another
+        buffer is ordering only (it cannot change x's contents) and is run as its own AFTER (run())."""
+        out = []
+        def walk(d):
+            if d.op is Ops.GROUP:
+                for s in d.src:
+                    walk(s)
+            elif d.op is Ops.STORE and d.src[0].buf_uop is not x.buf_uop:
+                self.effects.append(d)
+            elif d.op is Ops.STORE and d.src[0] is not x and d.src[0].op in VIEW_OPS:
+                # a store into a view of x's buffer: tinygrad's Tensor.assign spells it
+                # AFTER(buffer, AFTER(view, STORE(view, value))) (tensor.py:455-460, "view assign")
+                out.append(UOp(Ops.AFTER, d.src[0].dtype, (d.src[0], d)))
+            else:
+                out.append(d)
+        for d in deps:
+            walk(d)
+        if sum(1 for d in out if d.op is Ops.STORE) > 1:
+            return [UOp(Ops.GROUP, T.dtypes.void, tuple(d for d in out if d.op is Ops.STORE))] + \
+                [d for d in out if d.op is not Ops.STORE]
+        return out
 
     def node(self, n):
         op, arg = n["op"], n.get("arg")
@@ -211,9 +263,21 @@ class Graph:
                 value = value.copy_to_device(tdev)  # a STORE to another device is a COPY
             return UOp(Ops.STORE, T.dtypes.void, (target, value))
         if op == "AFTER":
-            return UOp(Ops.AFTER, src[0].dtype, tuple(src))
+            ib = src[0]
+            while not ib.has_buffer_identity(after_ok=True) and ib.op in VIEW_OPS:
+                ib = ib.src[0]
+            if not ib.has_buffer_identity(after_ok=True):
+                # uopkit's AFTER of a value that is no view of storage (a COPY, an ALU result) is that value,
+                # ordered after deps that cannot change it; tinygrad's AFTER is on storage only (uop/spec.py:99,
+                # the tensor spec: a movement op, PARAM, BUFFER, CONTIGUOUS, INDEX, AFTER, ...), so the value is
+                # used as it is and the deps run as effects of their own (run())
+                self.effects.extend(src[1:])
+                return src[0]
+            return UOp(Ops.AFTER, src[0].dtype, (src[0], *self.after_deps(src[0], src[1:])))
         if op in ("GROUP", "SINK"):
-            return UOp(getattr(Ops, op), T.dtypes.void, tuple(src))
+            # tinygrad's SINK is the root of a kernel (or of a schedule): as an effect inside the graph (a
+            # CALL's body, canonicalized, under AFTER) its spelling is GROUP, which merges effects
+            return UOp(Ops.GROUP, T.dtypes.void, tuple(src))
         if op == "CONTIGUOUS":
             return UOp(Ops.CONTIGUOUS, dt, (src[0],))
         if op == "DETACH":
@@ -342,6 +406,24 @@ def run(req):
         outs.append(Tensor(u))
     if not outs:
         raise Unsupported("no outputs")
+    # a store that was only an ordering dep of another buffer's AFTER still runs, unless an output AFTER of its
+    # own buffer already holds it
+    held = {s for t in outs for a in t.uop.toposort() if a.op is Ops.AFTER for s in a.src[1:]}
+    extra = []
+
+    def effect(e):
+        if e in held:
+            return
+        held.add(e)
+        if e.op is Ops.GROUP:
+            for s in e.src:
+                effect(s)
+        elif e.op is Ops.STORE:
+            extra.append(Tensor(UOp(Ops.AFTER, e.src[0].dtype, (e.src[0], e))))
+        elif e.op is Ops.AFTER:
+            extra.append(Tensor(e))
+    for e in dict.fromkeys(g.effects):
+        effect(e)
     # options.allreduce: tinygrad's RING context variable (0: naive, 2: ring, 1: its own size rule)
     ring = {"naive": 0, "ring": 2}.get((req.get("options") or {}).get("allreduce"), 1)
     # tinygrad's schedule cache (schedule/__init__.py lower_sink_to_linear, schedule_cache keyed by the
@@ -349,7 +431,7 @@ def run(req):
     # another RING would reuse that lowering, so a graph with ALLREDUCE is scheduled uncached (SCACHE=0)
     scache = 0 if any(n["op"] == "ALLREDUCE" for n in req["graph"]) else 1
     with Context(RING=ring, ALL2ALL=0, SCACHE=scache):
-        linear, var_vals = outs[0].linear_with_vars(*outs[1:])
+        linear, var_vals = outs[0].linear_with_vars(*outs[1:], *extra)
     sched = facts(linear, g)
     run_linear(linear, var_vals)
     answer = []
@@ -371,8 +453,11 @@ def hello():
 
 
 def first_line(e):
-    s = str(e).strip()
-    return f"{type(e).__name__}: {s.splitlines()[-1] if s else ''}"
+    """`Type: message` on one line: a multi-line message (tinygrad prints the UOp it failed on below the
+    sentence) keeps its first line and its last."""
+    lines = str(e).strip().splitlines()
+    text = lines[0] if len(lines) < 2 else f"{lines[0]} ... {lines[-1].strip()}"
+    return f"{type(e).__name__}: {text}"
 
 
 def answer(line):
