@@ -49,9 +49,9 @@ fn passes(rule_set: &str, cases: u32) {
                 r.raised, r.raised_messages, r.assignments, r.seconds, r.rate()
             );
             assert_eq!(r.cases, cases);
-            // Almost every expression is checked, and tinygrad changes most of them.
+            // Almost every expression is checked, and tinygrad changes a third or more.
             assert!(r.checked * 10 >= cases * 9, "{r:?}");
-            assert!(r.rewritten * 2 >= r.checked, "{r:?}");
+            assert!(r.rewritten * 3 >= r.checked, "{r:?}");
             assert_eq!(r.unsupported, 0, "{:?}", r.unsupported_reasons);
             assert_eq!(r.raised, 0, "{:?}", r.raised_messages);
         }
@@ -83,7 +83,7 @@ fn real_symbolic_ten_thousand() {
     }
 }
 
-fn caught(fault: &str, expect_in_after: &str) {
+fn caught(fault: &str, expect_in_before: &[&str]) {
     let dir = tempfile::tempdir().unwrap();
     let cfg = TinygradRulesConfig {
         cases: 1500,
@@ -99,7 +99,9 @@ fn caught(fault: &str, expect_in_after: &str) {
     eprintln!("{fault}: {cx}");
     assert!(cx.nodes <= 8, "not shrunk: {cx}");
     assert!(cx.message.contains("not the same at"), "{cx}");
-    assert!(cx.after.contains(expect_in_after), "{cx}");
+    for what in expect_in_before {
+        assert!(cx.before.contains(what), "{cx}");
+    }
     // The case: the expression over all assignments, and the oracle's values as expected.
     let path = cx.case_path.clone().expect("a case file");
     assert!(path.starts_with(dir.path()));
@@ -112,9 +114,8 @@ fn caught(fault: &str, expect_in_after: &str) {
 #[test]
 fn a_wrong_mod_rule_is_caught_with_a_small_counterexample() {
     if has_tinygrad("a_wrong_mod_rule_is_caught_with_a_small_counterexample") {
-        // x % c -> x for 0 <= x < 2c: the smallest failure is a variable itself or
-        // plus a constant, at the assignment where it reaches c.
-        caught("mod-drop-bound", "r");
+        // x % c -> x for 0 <= x < 2c: the smallest failure is a modulo of a value in [c, 2c).
+        caught("mod-drop-bound", &["MOD"]);
     }
 }
 
@@ -122,7 +123,7 @@ fn a_wrong_mod_rule_is_caught_with_a_small_counterexample() {
 fn a_wrong_div_rule_is_caught_with_a_small_counterexample() {
     if has_tinygrad("a_wrong_div_rule_is_caught_with_a_small_counterexample") {
         // (x + c) // d -> x // d + c // d drops the carry.
-        caught("div-drop-carry", "FLOORDIV");
+        caught("div-drop-carry", &["FLOORDIV", "ADD"]);
     }
 }
 

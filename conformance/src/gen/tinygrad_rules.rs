@@ -517,7 +517,7 @@ fn int_inner(b: &mut ExprBuilder, ends: &[i64], depth: usize) -> NodeId {
         };
     }
     let d = depth - 1;
-    match b.c.weighted(&[4, 3, 3, 2, 2, 1]) {
+    match b.c.weighted(&[4, 3, 3, 2, 2, 1, 2]) {
         // a op b (+ - * max)
         0 => {
             let op = b.c.pick(&[Op::ADD, Op::SUB, Op::MUL, Op::ADD, Op::MAX]);
@@ -575,6 +575,15 @@ fn int_inner(b: &mut ExprBuilder, ends: &[i64], depth: usize) -> NodeId {
             let x = int_expr(b, ends, d);
             let y = int_expr(b, ends, d);
             b.wher(c, x, y)
+        }
+        // (v + k) op d: a loop variable plus a constant, divided (the carry across d)
+        6 => {
+            let v = ranged_var(b, ends);
+            let k = small_const(b);
+            let x = b.bin(Op::ADD, v, k);
+            let op = b.c.pick(DIVS);
+            let dv = divisor(b);
+            b.bin(op, x, dv)
         }
         // negation, the lowering's flip
         _ => {
@@ -740,8 +749,9 @@ pub fn check_tinygrad_rules(rule_set: &str, cfg: &TinygradRulesConfig) -> Result
             "the property run aborted: {why}"
         )))),
         Err(TestError::Fail(_, e)) => {
-            // The shrunk expression, sent once more for its rewritten form and message.
             let mut b = bridge.into_inner();
+            let e = shrink_expr(&e, 4000, &mut |x: &Expr| fails(&mut b, rule_set, x))?;
+            // The shrunk expression, sent once more for its rewritten form and message.
             let (g, after) = match b.rewrite(rule_set, &e)? {
                 Rewritten::To(g2, r2) => merged(&e, &g2, r2),
                 _ => {
@@ -771,6 +781,105 @@ pub fn check_tinygrad_rules(rule_set: &str, cfg: &TinygradRulesConfig) -> Result
             Err(Failure::Counterexample(Box::new(cx)))
         }
     }
+}
+
+/// Whether `rule_set` changes the meaning of `e` (false when `e` could overflow, or tinygrad
+/// does not answer with an expression).
+fn fails(b: &mut RulesBridge, rule_set: &str, e: &Expr) -> Result<bool, RulesError> {
+    if !fits_int64(e) {
+        return Ok(false);
+    }
+    Ok(match b.rewrite(rule_set, e)? {
+        Rewritten::To(g2, r2) => {
+            let (g, after) = merged(e, &g2, r2);
+            same_meaning(&g, e.root, after).is_err()
+        }
+        _ => false,
+    })
+}
+
+/// `e` with node `at` replaced by `by` (a source of `at`, or a node `at` does not reach).
+fn replaced(e: &Expr, at: NodeId, by: NodeId) -> Expr {
+    let g = &e.graph;
+    let mut t = Graph::new();
+    let mut map: BTreeMap<NodeId, NodeId> = BTreeMap::new();
+    let copy = |t: &mut Graph, map: &mut BTreeMap<NodeId, NodeId>, id: NodeId| {
+        let n = g.node(id);
+        let new = t.add(Node {
+            src: n.src.iter().map(|s| map[s]).collect(),
+            ..n.clone()
+        });
+        map.insert(id, new);
+    };
+    for id in g.reachable(&[by]) {
+        copy(&mut t, &mut map, id);
+    }
+    for id in g.reachable(&[e.root]) {
+        if map.contains_key(&id) {
+            continue;
+        }
+        if id == at {
+            map.insert(at, map[&by]);
+        } else {
+            copy(&mut t, &mut map, id);
+        }
+    }
+    Expr {
+        root: map[&e.root],
+        graph: t,
+    }
+}
+
+/// Greedy shrinking of a failing expression after proptest's (which works on the tape): a
+/// node is replaced by one of its sources of the same dtype, or an int64 node by 0 or 1,
+/// while `still_fails`; at most `budget` checks.
+pub fn shrink_expr(
+    e: &Expr,
+    budget: usize,
+    still_fails: &mut dyn FnMut(&Expr) -> Result<bool, RulesError>,
+) -> Result<Expr, RulesError> {
+    let mut cur = e.clone();
+    let mut checks = 0;
+    'outer: loop {
+        let order = cur.graph.reachable(&[cur.root]);
+        for &id in order.iter().rev() {
+            let n = cur.graph.node(id).clone();
+            if matches!(n.op, Op::CONST | Op::RANGE) {
+                continue;
+            }
+            let mut cands: Vec<NodeId> = n
+                .src
+                .iter()
+                .copied()
+                .filter(|&s| cur.graph.node(s).dtype == n.dtype)
+                .collect();
+            if n.dtype == Int64 {
+                let mut g = cur.graph.clone();
+                for v in [0u64, 1] {
+                    cands.push(g.add(Node {
+                        op: Op::CONST,
+                        dtype: Int64,
+                        src: vec![],
+                        arg: Arg::Const(v),
+                    }));
+                }
+                cur.graph = g;
+            }
+            for c in cands {
+                if checks >= budget {
+                    break 'outer;
+                }
+                checks += 1;
+                let x = replaced(&cur, id, c);
+                if x.size() < cur.size() && still_fails(&x)? {
+                    cur = x;
+                    continue 'outer;
+                }
+            }
+        }
+        break;
+    }
+    Ok(cur)
 }
 
 /// The counterexample's expression as a tensor-level regression case: each loop variable
