@@ -7,7 +7,6 @@
 //! Without tinygrad 0.14.0 the tinygrad tests say so and pass, unless
 //! `UOPKIT_REQUIRE_TINYGRAD=1` (CI), where they fail.
 
-
 use std::process::Command;
 use std::time::Duration;
 
@@ -106,7 +105,11 @@ fn caught(fault: &str, expect_in_before: &[&str]) {
     let path = cx.case_path.clone().expect("a case file");
     assert!(path.starts_with(dir.path()));
     let case = uopkit_conformance::load::read_case(&path).unwrap();
-    assert!(case.tags.iter().any(|t| t == "tinygrad-rules"), "{:?}", case.tags);
+    assert!(
+        case.tags.iter().any(|t| t == "tinygrad-rules"),
+        "{:?}",
+        case.tags
+    );
     assert!(case.description.contains(&cx.after), "{}", case.description);
     assert!(uopkit_conformance::run::check_oracle(&case).is_ok());
 }

@@ -35,7 +35,9 @@ use uopkit_interp::ir::{Arg, DType, Device, DeviceSpec, Graph, Node, NodeId, Op}
 use uopkit_interp::scalar::cast::to_i128;
 use uopkit_interp::scalar::literal;
 
-use super::expr::{assignment, assignments, loop_vars, same_meaning, show, tape, Expr, ExprBuilder};
+use super::expr::{
+    assignment, assignments, loop_vars, same_meaning, show, tape, Expr, ExprBuilder,
+};
 use super::rules::seeded_runner;
 use crate::case::NodeJson;
 
@@ -202,7 +204,10 @@ pub fn python(cfg: &TinygradRulesConfig) -> String {
 
 /// `bridges/tinygrad/rules.py` of this repository.
 pub fn bridge_path() -> PathBuf {
-    repo_root().join("bridges").join("tinygrad").join("rules.py")
+    repo_root()
+        .join("bridges")
+        .join("tinygrad")
+        .join("rules.py")
 }
 
 /// A running `rules.py`, killed (with its process group) when dropped.
@@ -375,7 +380,9 @@ impl RulesBridge {
                 Ok(Rewritten::Raised(text("message")))
             }
             Some("error") => Err(RulesError::Rejected(text("message"))),
-            _ => Err(RulesError::Child(format!("request {id}: an unknown answer: {a}"))),
+            _ => Err(RulesError::Child(format!(
+                "request {id}: an unknown answer: {a}"
+            ))),
         }
     }
 }
@@ -397,8 +404,9 @@ pub enum Rewritten {
 
 /// A result's canonical nodes as a graph (CONST literals, RANGE axes, ALU ops without arg).
 fn parse_result(a: &Json) -> Result<(Graph, Vec<NodeId>), String> {
-    let nodes: Vec<NodeJson> = serde_json::from_value(a.get("graph").cloned().unwrap_or(Json::Null))
-        .map_err(|e| format!("graph: {e}"))?;
+    let nodes: Vec<NodeJson> =
+        serde_json::from_value(a.get("graph").cloned().unwrap_or(Json::Null))
+            .map_err(|e| format!("graph: {e}"))?;
     let roots: Vec<u64> = serde_json::from_value(a.get("roots").cloned().unwrap_or(Json::Null))
         .map_err(|e| format!("roots: {e}"))?;
     let mut g = Graph::new();
@@ -420,7 +428,8 @@ fn parse_result(a: &Json) -> Result<(Graph, Vec<NodeId>), String> {
             Op::RANGE => Arg::Index(
                 n.arg
                     .as_u64()
-                    .ok_or_else(|| format!("node {}: RANGE axis {}", n.id, n.arg))? as usize,
+                    .ok_or_else(|| format!("node {}: RANGE axis {}", n.id, n.arg))?
+                    as usize,
             ),
             _ if n.arg.is_null() => Arg::None,
             op => return Err(format!("node {}: {op} with an arg {}", n.id, n.arg)),
@@ -445,7 +454,11 @@ fn parse_result(a: &Json) -> Result<(Graph, Vec<NodeId>), String> {
     }
     let roots = roots
         .iter()
-        .map(|r| map.get(r).copied().ok_or_else(|| format!("root {r} is not a node")))
+        .map(|r| {
+            map.get(r)
+                .copied()
+                .ok_or_else(|| format!("root {r} is not a node"))
+        })
         .collect::<Result<_, _>>()?;
     Ok((g, roots))
 }
@@ -559,7 +572,8 @@ fn int_inner(b: &mut ExprBuilder, ends: &[i64], depth: usize) -> NodeId {
             let x = int_expr(b, ends, d);
             let (k1, k2) = (divisor(b), divisor(b));
             if b.c.chance(30) {
-                let (m, q) = b.c.pick(&[(Op::FLOORMOD, Op::FLOORDIV), (Op::CMOD, Op::CDIV)]);
+                let (m, q) =
+                    b.c.pick(&[(Op::FLOORMOD, Op::FLOORDIV), (Op::CMOD, Op::CDIV)]);
                 let r = b.bin(m, x, k1);
                 let qq = b.bin(q, x, k1);
                 let back = b.bin(Op::MUL, qq, k1);
@@ -647,14 +661,24 @@ pub fn fits_int64(e: &Expr) -> bool {
             (Op::ADD, _) => (s[0].0 + s[1].0, s[0].1 + s[1].1),
             (Op::SUB, _) => (s[0].0 - s[1].1, s[0].1 - s[1].0),
             (Op::MUL, _) => {
-                let p = [s[0].0 * s[1].0, s[0].0 * s[1].1, s[0].1 * s[1].0, s[0].1 * s[1].1];
+                let p = [
+                    s[0].0 * s[1].0,
+                    s[0].0 * s[1].1,
+                    s[0].1 * s[1].0,
+                    s[0].1 * s[1].1,
+                ];
                 (*p.iter().min().unwrap_or(&0), *p.iter().max().unwrap_or(&0))
             }
             (Op::MAX, _) => (s[0].0.max(s[1].0), s[0].1.max(s[1].1)),
             (Op::WHERE, _) => (s[1].0.min(s[2].0), s[1].1.max(s[2].1)),
             // |x / c| ≤ |x| and |x % c| ≤ |x| for a non-zero c.
             (Op::CDIV | Op::CMOD | Op::FLOORDIV | Op::FLOORMOD, _) => {
-                let m = s[0].0.abs().max(s[0].1.abs()).max(s[1].0.abs()).max(s[1].1.abs());
+                let m = s[0]
+                    .0
+                    .abs()
+                    .max(s[0].1.abs())
+                    .max(s[1].0.abs())
+                    .max(s[1].1.abs());
                 (-m, m)
             }
             _ => return false,
@@ -990,7 +1014,10 @@ mod tests {
         let m2 = b.bin(Op::MUL, m, big);
         let g = b.g;
         // 3·2^40 fits; 3·2^80 does not.
-        assert!(fits_int64(&Expr { graph: g.clone(), root: m }));
+        assert!(fits_int64(&Expr {
+            graph: g.clone(),
+            root: m
+        }));
         assert!(!fits_int64(&Expr { graph: g, root: m2 }));
     }
 }
