@@ -22,6 +22,7 @@ pub mod expr;
 pub mod rules;
 pub mod scalar;
 pub mod tensor;
+pub mod tinygrad_rules;
 
 #[cfg(test)]
 mod tests {
