@@ -14,6 +14,7 @@ pub mod fuzz;
 pub mod gen;
 pub mod harness;
 pub mod inputs;
+pub mod kfuzz;
 pub mod kernel_case;
 pub mod load;
 pub mod palette;

@@ -19,6 +19,7 @@
 
 pub mod export;
 pub mod expr;
+pub mod kernel;
 pub mod rules;
 pub mod scalar;
 pub mod tensor;
