@@ -53,7 +53,10 @@ pub fn main(a: &Args) -> ExitCode {
         a.seed
     );
     for (seed, why) in &rep.invalid {
-        println!("  invalid kernel (seed {seed}, a generator bug): {}", why.lines().next().unwrap_or(""));
+        println!(
+            "  invalid kernel (seed {seed}, a generator bug): {}",
+            why.lines().next().unwrap_or("")
+        );
     }
     for f in &rep.findings {
         println!(

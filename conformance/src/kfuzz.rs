@@ -109,7 +109,11 @@ impl std::fmt::Display for Outcome {
                             .take(16)
                             .map(|e| e.map_or("poison".into(), |b| format!("{b:#x}")))
                             .collect();
-                        format!("[{}{}]", els.join(" "), if buf.len() > 16 { " …" } else { "" })
+                        format!(
+                            "[{}{}]",
+                            els.join(" "),
+                            if buf.len() > 16 { " …" } else { "" }
+                        )
                     })
                     .collect();
                 f.write_str(&parts.join(" "))
@@ -297,7 +301,10 @@ fn check(r: &KernelRecipe, c_backend: bool) -> (u64, Check) {
         return (0, Check::Invalid(format!("reference: {e}\n{p0}")));
     }
     if let Some(d) = differs(&p0, &init, &want) {
-        return (0, Check::Invalid(format!("reference depends on the seed: {d}")));
+        return (
+            0,
+            Check::Invalid(format!("reference depends on the seed: {d}")),
+        );
     }
     let fail = |variant, pass: String, detail: String, program| {
         Check::Fail(Fail {
@@ -309,8 +316,14 @@ fn check(r: &KernelRecipe, c_backend: bool) -> (u64, Check) {
     };
     // lift → linearize
     checks += 1;
-    match lift(&p0).map_err(|e| e.to_string()).and_then(|g| lowered(&g, &[])) {
-        Err(e) => return (checks, fail("lift", "lift/linearize".into(), e, None)),
+    match lift(&p0)
+        .map_err(|e| e.to_string())
+        .and_then(|g| lowered(&g, &[]))
+    {
+        Err(e) => {
+            let d = format!("{e}\nthe reference program:\n{p0}");
+            return (checks, fail("lift", "lift/linearize".into(), d, None));
+        }
         Ok(p) => {
             if let Some(d) = differs(&p, &init, &want) {
                 return (checks, fail("lift", "lift/linearize".into(), d, Some(p)));
@@ -363,7 +376,12 @@ fn check(r: &KernelRecipe, c_backend: bool) -> (u64, Check) {
     if c_backend && !p0.insts.iter().any(|i| i.op == Op::SPECIAL) {
         checks += 1;
         match run_c(&p0, &init) {
-            Err(e) => return (checks, fail("c", "C renderer/CPU runtime".into(), e, Some(p0))),
+            Err(e) => {
+                return (
+                    checks,
+                    fail("c", "C renderer/CPU runtime".into(), e, Some(p0)),
+                )
+            }
             Ok(got) => {
                 let Outcome::Buffers(w) = &want else {
                     return (checks, Check::Ok);
@@ -375,7 +393,10 @@ fn check(r: &KernelRecipe, c_backend: bool) -> (u64, Check) {
                             Outcome::Buffers(vec![w[slot].clone()]),
                             Outcome::Buffers(vec![got[slot].clone()])
                         );
-                        return (checks, fail("c", "C renderer/CPU runtime".into(), d, Some(p0)));
+                        return (
+                            checks,
+                            fail("c", "C renderer/CPU runtime".into(), d, Some(p0)),
+                        );
                     }
                 }
             }
@@ -512,10 +533,7 @@ fn candidates(r: &KernelRecipe) -> Vec<KernelRecipe> {
     }
     for lanes in [2, 4] {
         if lanes < r.lanes {
-            out.push(KernelRecipe {
-                lanes,
-                ..r.clone()
-            });
+            out.push(KernelRecipe { lanes, ..r.clone() });
         }
     }
     for i in 0..r.stmts.len() {

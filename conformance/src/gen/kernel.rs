@@ -127,7 +127,7 @@ pub fn recipe(seed: u64, cfg: &KernelConfig) -> KernelRecipe {
         let kind = t.below(10);
         let s = if kind < 3 {
             let ends = extents(&mut t, cfg, 1);
-            let e = expr(&mut t, cfg, dtype, inputs, ends.len(), cfg.max_expr_depth);
+            let e = expr(&mut t, dtype, inputs, ends.len(), cfg.max_expr_depth);
             Stmt::Map { ends, e }
         } else if kind < 8 {
             let ends = if t.chance(1, 2) {
@@ -153,7 +153,7 @@ pub fn recipe(seed: u64, cfg: &KernelConfig) -> KernelRecipe {
                 _ => ReduceOrder::Sequential,
             };
             let vars = ends.len() + red.len();
-            let e = expr(&mut t, cfg, dtype, inputs, vars, cfg.max_expr_depth);
+            let e = expr(&mut t, dtype, inputs, vars, cfg.max_expr_depth);
             Stmt::Reduce {
                 ends,
                 red,
@@ -163,7 +163,7 @@ pub fn recipe(seed: u64, cfg: &KernelConfig) -> KernelRecipe {
             }
         } else {
             let shift = t.range(1, lanes - 1);
-            let e = expr(&mut t, cfg, dtype, inputs, 1, cfg.max_expr_depth);
+            let e = expr(&mut t, dtype, inputs, 1, cfg.max_expr_depth);
             Stmt::Exchange { shift, e }
         };
         stmts.push(s);
@@ -182,7 +182,7 @@ fn extents(t: &mut Tape, cfg: &KernelConfig, min_depth: usize) -> Vec<i64> {
     (0..d).map(|_| t.range(1, cfg.max_extent.max(1))).collect()
 }
 
-fn expr(t: &mut Tape, cfg: &KernelConfig, dt: DType, inputs: usize, vars: usize, depth: usize) -> Expr {
+fn expr(t: &mut Tape, dt: DType, inputs: usize, vars: usize, depth: usize) -> Expr {
     let leaf = depth == 0 || t.chance(1, 3);
     if leaf {
         return match t.below(8) {
@@ -191,9 +191,7 @@ fn expr(t: &mut Tape, cfg: &KernelConfig, dt: DType, inputs: usize, vars: usize,
             _ => {
                 let coef = (0..vars).map(|_| t.range(0, 3)).collect();
                 let off = t.range(0, 4);
-                let gate = t
-                    .chance(1, 3)
-                    .then(|| (t.range(0, 24), edge_const(t, dt)));
+                let gate = t.chance(1, 3).then(|| (t.range(0, 24), edge_const(t, dt)));
                 Expr::Load {
                     buf: t.below(inputs as u64) as usize,
                     coef,
@@ -209,13 +207,13 @@ fn expr(t: &mut Tape, cfg: &KernelConfig, dt: DType, inputs: usize, vars: usize,
         &[Op::ADD, Op::MUL, Op::SUB, Op::MAX, Op::XOR, Op::AND, Op::OR]
     };
     if t.chance(1, 6) {
-        let mut sub = || expr(t, cfg, dt, inputs, vars, depth - 1);
+        let mut sub = || expr(t, dt, inputs, vars, depth - 1);
         let four = [sub(), sub(), sub(), sub()];
         return Expr::Select(Box::new(four));
     }
     let op = ops[t.below(ops.len() as u64) as usize];
-    let a = expr(t, cfg, dt, inputs, vars, depth - 1);
-    let b = expr(t, cfg, dt, inputs, vars, depth - 1);
+    let a = expr(t, dt, inputs, vars, depth - 1);
+    let b = expr(t, dt, inputs, vars, depth - 1);
     Expr::Bin(op, Box::new(a), Box::new(b))
 }
 
@@ -263,7 +261,10 @@ pub fn input_sizes(r: &KernelRecipe) -> Vec<usize> {
     sizes
 }
 
-fn loads(e: &Expr, f: &mut dyn FnMut(usize, &[i64], i64, bool)) {
+/// A visitor of loads: buffer, coefficients, offset, gated.
+type LoadVisit<'a> = dyn FnMut(usize, &[i64], i64, bool) + 'a;
+
+fn loads(e: &Expr, f: &mut LoadVisit<'_>) {
     match e {
         Expr::Load {
             buf,
@@ -340,7 +341,15 @@ fn value(dt: DType, rng: &mut SplitMix64) -> u64 {
     let small = (x >> 8) as i64 % 17 - 8;
     match dt {
         DType::Float32 => {
-            let edge = [0.0f32, -0.0, 1.0, -1.5, f32::INFINITY, f32::MIN_POSITIVE / 4.0, 3.0e38];
+            let edge = [
+                0.0f32,
+                -0.0,
+                1.0,
+                -1.5,
+                f32::INFINITY,
+                f32::MIN_POSITIVE / 4.0,
+                3.0e38,
+            ];
             let v = if pick < 2 {
                 edge[(x >> 16) as usize % edge.len()]
             } else {
@@ -377,12 +386,18 @@ pub fn build(r: &KernelRecipe, name: &str) -> Result<KernelGraph, KernelGraphErr
         slots: vec![],
     };
     for slot in 0..params.len() {
-        let p = k.b.push(Op::PARAM, r.dtype, vec![], KArg::Param(slot as u32));
+        let p =
+            k.b.push(Op::PARAM, r.dtype, vec![], KArg::Param(slot as u32));
         k.slots.push(p);
     }
     let lidx = if r.stmts.iter().any(|s| matches!(s, Stmt::Exchange { .. })) {
         let l = k.int(r.lanes);
-        Some(k.b.push(Op::SPECIAL, DType::Int64, vec![l], KArg::Special("lidx0".into())))
+        Some(k.b.push(
+            Op::SPECIAL,
+            DType::Int64,
+            vec![l],
+            KArg::Special("lidx0".into()),
+        ))
     } else {
         None
     };
@@ -413,9 +428,8 @@ pub fn build(r: &KernelRecipe, name: &str) -> Result<KernelGraph, KernelGraphErr
             }
             Stmt::Exchange { shift, e } => {
                 let Some(l) = lidx else { continue };
-                let buf = k
-                    .b
-                    .push(Op::BUFFER, r.dtype, vec![], KArg::Local(r.lanes as usize));
+                let buf =
+                    k.b.push(Op::BUFFER, r.dtype, vec![], KArg::Local(r.lanes as usize));
                 let v = k.expr(e, &[l]);
                 let at = k.b.push(Op::INDEX, r.dtype, vec![buf, l], KArg::None);
                 k.b.push(Op::STORE, DType::Void, vec![at, v], KArg::None);
@@ -475,7 +489,9 @@ impl K {
                 let s = self.int(stride);
                 self.b.push(Op::MUL, DType::Int64, vec![r, s], KArg::None)
             };
-            flat = self.b.push(Op::ADD, DType::Int64, vec![flat, term], KArg::None);
+            flat = self
+                .b
+                .push(Op::ADD, DType::Int64, vec![flat, term], KArg::None);
             stride *= e.max(1);
         }
         let at = self.b.push(Op::INDEX, self.dt, vec![out, flat], KArg::None);
@@ -515,10 +531,12 @@ impl K {
                     Some((limit, alt)) => {
                         let lim = (*limit).clamp(0, self.sizes[slot]);
                         let lc = self.int(lim);
-                        let g = self.b.push(Op::CMPLT, DType::Bool, vec![idx, lc], KArg::None);
-                        let a = self
+                        let g = self
                             .b
-                            .push(Op::CONST, dt, vec![], KArg::Const(const_bits(dt, *alt)));
+                            .push(Op::CMPLT, DType::Bool, vec![idx, lc], KArg::None);
+                        let a =
+                            self.b
+                                .push(Op::CONST, dt, vec![], KArg::Const(const_bits(dt, *alt)));
                         self.b.push(Op::LOAD, dt, vec![at, a, g], KArg::None)
                     }
                 }

@@ -11,6 +11,8 @@
 //! * [`scalar`]: quickcheck `Arbitrary` newtypes for dtypes and scalar values, and the
 //!   algebraic laws of `uopkit_interp::scalar` (in its tests).
 //! * [`export`]: a graph (with buffer contents and outputs) as a case.
+//! * [`kernel`]: random valid kernels (loops, gated loads, reductions, local buffers and
+//!   barriers) as kernel graphs, from a seed, for the kernel-level fuzzer ([`crate::kfuzz`]).
 //!
 //! Everything is deterministic given a seed ([`rules::seeded_runner`]). Inputs are generated
 //! so that undefined behaviour is rare (small values, positive divisors, masked shift
