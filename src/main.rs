@@ -19,6 +19,7 @@ use uopkit_conformance::run::{self, RunError};
 use uopkit_conformance::worker;
 
 mod bench;
+mod kfuzz_cli;
 mod ui;
 
 #[derive(Parser)]
@@ -192,6 +193,10 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         output: Option<PathBuf>,
     },
+    /// Kernel-level differential fuzzing: random valid kernels through the optimization
+    /// passes, the kernel interpreter before and after, and the C renderer on the CPU; a
+    /// difference is shrunk and written as a kernel-level case naming the pass.
+    FuzzKernels(kfuzz_cli::Args),
     /// Draw a case as Graphviz DOT (or SVG): its tensor graph, uopkit's schedule for it, or
     /// one kernel's program.
     Dot {
@@ -461,6 +466,7 @@ fn real_main() -> ExitCode {
         }
         Command::Fmt { check, files } => fmt(check, &files),
         Command::Bench(a) => bench::main(&a),
+        Command::FuzzKernels(a) => kfuzz_cli::main(&a),
     }
 }
 

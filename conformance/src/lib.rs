@@ -15,6 +15,7 @@ pub mod gen;
 pub mod harness;
 pub mod inputs;
 pub mod kernel_case;
+pub mod kfuzz;
 pub mod load;
 pub mod palette;
 pub mod pass_trace;

@@ -305,7 +305,13 @@ fn reduce_to_local(g: &mut Graph, _c: &Captures, id: NodeId) -> Option<NodeId> {
         let a = alu(g, Op::AFTER, dt, vec![lb, bar]);
         let i0 = alu(g, Op::INDEX, dt, vec![a, lidx]);
         let sc = i64c(g, s);
-        let other = alu(g, Op::ADD, i64t, vec![lidx, sc]);
+        let other = if s > 1 && crate::rewrite::faults::is_active("fault_local_misindex") {
+            // WRONG on purpose (test-only fault): reads a[l + s − 1], not a[l + s].
+            let sm1 = i64c(g, s - 1);
+            alu(g, Op::ADD, i64t, vec![lidx, sm1])
+        } else {
+            alu(g, Op::ADD, i64t, vec![lidx, sc])
+        };
         let i1 = alu(g, Op::INDEX, dt, vec![a, other]);
         let gate = alu(g, Op::CMPLT, DType::Bool, vec![lidx, sc]);
         let mine = alu(g, Op::LOAD, dt, vec![i0]);

@@ -7,8 +7,14 @@ use super::engine::Rule;
 
 /// The names of the faults that exist: rules injected into the `symbolic` pass
 /// ([`active_rules`]), and `fault_gpu_barrier_drop`, which makes the GPU local reduction
-/// (`optimize::gpu`) leave out the barrier after the partial sums ([`is_active`]).
-pub const FAULTS: &[&str] = &["fault_mod_drop", "fault_gpu_barrier_drop"];
+/// (`optimize::gpu`) leave out the barrier after the partial sums, and
+/// `fault_local_misindex`, which makes a level of its tree (s > 1) read the local buffer at
+/// `l + s − 1` instead of `l + s` ([`is_active`]).
+pub const FAULTS: &[&str] = &[
+    "fault_mod_drop",
+    "fault_gpu_barrier_drop",
+    "fault_local_misindex",
+];
 
 /// Whether the named fault is on for this thread.
 pub fn is_active(name: &str) -> bool {

@@ -11,6 +11,8 @@
 //! * [`scalar`]: quickcheck `Arbitrary` newtypes for dtypes and scalar values, and the
 //!   algebraic laws of `uopkit_interp::scalar` (in its tests).
 //! * [`export`]: a graph (with buffer contents and outputs) as a case.
+//! * [`kernel`]: random valid kernels (loops, gated loads, reductions, local buffers and
+//!   barriers) as kernel graphs, from a seed, for the kernel-level fuzzer ([`crate::kfuzz`]).
 //!
 //! Everything is deterministic given a seed ([`rules::seeded_runner`]). Inputs are generated
 //! so that undefined behaviour is rare (small values, positive divisors, masked shift
@@ -19,6 +21,7 @@
 
 pub mod export;
 pub mod expr;
+pub mod kernel;
 pub mod rules;
 pub mod scalar;
 pub mod tensor;
