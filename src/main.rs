@@ -19,6 +19,7 @@ use uopkit_conformance::run::{self, RunError};
 use uopkit_conformance::worker;
 
 mod bench;
+mod fuzz_rules;
 mod ui;
 
 #[derive(Parser)]
@@ -192,6 +193,10 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         output: Option<PathBuf>,
     },
+    /// Check a rewrite rule set (symbolic) or one rule by name: generated expressions, the
+    /// oracle's result before and after the rewrite; a counterexample is shrunk, printed and
+    /// written as a case (docs/rule-fuzzing.md).
+    FuzzRules(fuzz_rules::FuzzRulesArgs),
     /// Draw a case as Graphviz DOT (or SVG): its tensor graph, uopkit's schedule for it, or
     /// one kernel's program.
     Dot {
@@ -427,6 +432,7 @@ fn real_main() -> ExitCode {
                 Err(e) => bad_input(e),
             }
         }
+        Command::FuzzRules(args) => fuzz_rules::run(args),
         Command::Dot {
             file,
             what,
