@@ -420,7 +420,12 @@ impl fmt::Display for Counterexample {
         match &self.defect {
             Defect::Differs { at, before, after } => {
                 let at: Vec<String> = at.iter().map(|(a, v)| format!("r{a} = {v}")).collect();
-                writeln!(f, "  inputs:    {}", at.join(", "))?;
+                let at = if at.is_empty() {
+                    "none (constants only)".to_string()
+                } else {
+                    at.join(", ")
+                };
+                writeln!(f, "  inputs:    {at}")?;
                 writeln!(f, "  before:    {}", show_outcome(dt, before))?;
                 writeln!(f, "  after:     {}", show_outcome(dt, after))?;
             }
