@@ -19,6 +19,7 @@ use uopkit_conformance::run::{self, RunError};
 use uopkit_conformance::worker;
 
 mod bench;
+mod fuzz_rules;
 mod kfuzz_cli;
 mod ui;
 
@@ -197,6 +198,10 @@ enum Command {
     /// passes, the kernel interpreter before and after, and the C renderer on the CPU; a
     /// difference is shrunk and written as a kernel-level case naming the pass.
     FuzzKernels(kfuzz_cli::Args),
+    /// Check a rewrite rule set (symbolic) or one rule by name: generated expressions, the
+    /// oracle's result before and after the rewrite; a counterexample is shrunk, printed and
+    /// written as a case (docs/rule-fuzzing.md).
+    FuzzRules(fuzz_rules::FuzzRulesArgs),
     /// Draw a case as Graphviz DOT (or SVG): its tensor graph, uopkit's schedule for it, or
     /// one kernel's program.
     Dot {
@@ -432,6 +437,7 @@ fn real_main() -> ExitCode {
                 Err(e) => bad_input(e),
             }
         }
+        Command::FuzzRules(args) => fuzz_rules::run(args),
         Command::Dot {
             file,
             what,

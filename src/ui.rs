@@ -197,3 +197,44 @@ impl FuzzProgress for FuzzBar {
         b.set_message(msg);
     }
 }
+
+/// The progress bar of `uopkit fuzz-rules`: over the cases (or the seconds of the budget,
+/// whichever the run has), nothing when stderr is not a terminal.
+pub struct RuleBar {
+    bar: Option<ProgressBar>,
+    cases: u64,
+}
+
+impl RuleBar {
+    pub fn new(cases: u64) -> RuleBar {
+        let bar = spinner();
+        if let Some(b) = &bar {
+            b.set_style(style("{bar:30} {msg} [{elapsed}]").progress_chars("=> "));
+            b.set_length(cases.max(1));
+            b.set_message("generating expressions");
+        }
+        RuleBar { bar, cases }
+    }
+
+    /// After a chunk of cases: `done` checked, `fired` rewritten, `secs_left` of the budget.
+    pub fn update(&self, done: u64, fired: u64, secs_left: Option<u64>) {
+        let Some(b) = &self.bar else { return };
+        b.set_position(done.min(self.cases));
+        let left = secs_left
+            .map(|s| format!(", {s}s left"))
+            .unwrap_or_default();
+        b.set_message(format!("{done} expressions, {fired} rewritten{left}"));
+    }
+
+    pub fn clear(&self) {
+        if let Some(b) = &self.bar {
+            b.finish_and_clear();
+        }
+    }
+}
+
+impl Drop for RuleBar {
+    fn drop(&mut self) {
+        self.clear();
+    }
+}

@@ -176,3 +176,55 @@ fn unknown_backends_are_refused() {
     let e = fuzz::run(o).expect_err("no such backend");
     assert!(e.to_string().contains("unknown backend"), "{e}");
 }
+
+/// Multi-device generated cases in the CI run (each compiles a few small kernels).
+const MULTI_CASES: u64 = 80;
+
+/// The multi-device generator (`TensorConfig::multi_device`: sharding, ALLREDUCE, gathering
+/// across CPU devices) in CI: a short fixed-seed run, no mismatch allowed, and the run must
+/// really contain multi-device programs (counted by regenerating the seed's recipes).
+#[test]
+fn fixed_seed_multi_device_fuzz_finds_no_mismatch() {
+    use proptest::strategy::{Strategy, ValueTree};
+    use uopkit_conformance::gen::rules::seeded_runner;
+    use uopkit_conformance::gen::tensor::{build, recipe, TensorConfig};
+    use uopkit_interp::ir::Op;
+
+    let gen = TensorConfig {
+        multi_device: true,
+        ..TensorConfig::default()
+    };
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let t = Instant::now();
+    let report = fuzz::run(FuzzOpts {
+        gen: gen.clone(),
+        ..opts(dir.path(), CI_SEED, MULTI_CASES)
+    })
+    .expect("the fuzzer runs");
+    println!("{report}");
+    println!("(took {:.1}s)", t.elapsed().as_secs_f64());
+    assert!(
+        report.ok(),
+        "the CPU backend disagrees with the oracle:\n{report}"
+    );
+    assert_eq!(report.cases, MULTI_CASES);
+    assert!(
+        report.passed >= MULTI_CASES / 2,
+        "too many generated cases were skipped: {report}"
+    );
+    // The same recipes the fuzzer ran (its seeded runner, one tree per case).
+    let strategy = recipe(&gen);
+    let mut runner = seeded_runner(1, CI_SEED, 0);
+    let multi = (0..MULTI_CASES)
+        .filter(|_| {
+            let r = strategy.new_tree(&mut runner).expect("a recipe").current();
+            build(&r, &gen).case.graph.iter().any(|n| {
+                matches!(n.op, Op::MSTACK | Op::ALLREDUCE) || (n.op == Op::COPY && n.arg.is_array())
+            })
+        })
+        .count();
+    assert!(
+        multi >= 10,
+        "only {multi} of {MULTI_CASES} programs were multi-device"
+    );
+}

@@ -16,19 +16,28 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+#[cfg(feature = "testkit")]
+use std::time::Instant;
 
+#[cfg(feature = "testkit")]
 use proptest::strategy::{Strategy, ValueTree};
 
 use crate::allowances::Allowances;
 use crate::backend;
 use crate::backends::Backend;
 use crate::case::Case;
+#[cfg(feature = "testkit")]
 use crate::gen::export::fill_expect_from_oracle;
+#[cfg(feature = "testkit")]
 use crate::gen::rules::seeded_runner;
-use crate::gen::tensor::{recipe, Generated, TensorConfig};
+use crate::gen::tensor::TensorConfig;
+#[cfg(feature = "testkit")]
+use crate::gen::tensor::{recipe, Generated};
 use crate::harness;
-use crate::shrink::{shrink_case, shrink_recipe, ShrinkOpts, ShrinkStats};
+use crate::shrink::ShrinkOpts;
+#[cfg(feature = "testkit")]
+use crate::shrink::{shrink_case, shrink_recipe, ShrinkStats};
 
 /// What to fuzz and for how long.
 #[derive(Clone, Debug)]
@@ -227,6 +236,7 @@ impl fmt::Display for FuzzReport {
 
 /// Fuzzes `opts.backend` until `opts.seconds` pass, `opts.max_cases` cases ran or
 /// `opts.max_failures` failures were found.
+#[cfg(feature = "testkit")]
 pub fn run(opts: FuzzOpts) -> Result<FuzzReport, Error> {
     if opts.backend != "cpu" {
         return Err(Error::UnknownBackend(opts.backend.clone()));
@@ -237,11 +247,13 @@ pub fn run(opts: FuzzOpts) -> Result<FuzzReport, Error> {
 
 /// Fuzzes backend `b` (judged under `allow`); `opts.backend` names it in the report and in
 /// the written cases.
+#[cfg(feature = "testkit")]
 pub fn run_on(opts: FuzzOpts, b: &dyn Backend, allow: &Allowances) -> Result<FuzzReport, Error> {
     run_on_with(opts, b, allow, &crate::progress::Quiet)
 }
 
 /// [`run_on`], telling `progress` each case judged and each shrink begun.
+#[cfg(feature = "testkit")]
 pub fn run_on_with(
     opts: FuzzOpts,
     b: &dyn Backend,
@@ -299,6 +311,7 @@ pub fn run_on_with(
 }
 
 /// `scheduler: node 6: cycle …` → `scheduler: cycle …` (to group refusals).
+#[cfg(feature = "testkit")]
 fn without_node_ids(message: &str) -> String {
     let first = message.lines().next().unwrap_or("");
     first
@@ -310,10 +323,12 @@ fn without_node_ids(message: &str) -> String {
         .join(": ")
 }
 
+#[cfg(feature = "testkit")]
 fn same_failure(b: &dyn Backend, allow: &Allowances, case: &Case, class: FailClass) -> bool {
     matches!(check_on(b, allow, case), Verdict::Fail { class: c, .. } if c == class)
 }
 
+#[cfg(feature = "testkit")]
 fn shrink_and_write(
     opts: &FuzzOpts,
     b: &dyn Backend,

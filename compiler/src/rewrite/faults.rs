@@ -51,6 +51,31 @@ pub fn set_active(names: &[&'static str]) {
     });
 }
 
+/// The environment variable a test build of `uopkit` reads to switch faults on for its main
+/// thread (comma-separated names, [`activate_from_env`]). Builds without `fault-injection`
+/// (every normal build) ignore it, so users are never offered the faults.
+pub const FAULTS_ENV: &str = "UOPKIT_TEST_FAULTS";
+
+/// Switches on, for this thread, the known faults that [`FAULTS_ENV`] names, and returns
+/// them. Without the `fault-injection` feature: nothing, and an empty list.
+pub fn activate_from_env() -> Vec<&'static str> {
+    #[cfg(feature = "fault-injection")]
+    {
+        let wanted = std::env::var(FAULTS_ENV).unwrap_or_default();
+        let names: Vec<&'static str> = FAULTS
+            .iter()
+            .copied()
+            .filter(|f| wanted.split(',').any(|w| w.trim() == *f))
+            .collect();
+        set_active(&names);
+        names
+    }
+    #[cfg(not(feature = "fault-injection"))]
+    {
+        vec![]
+    }
+}
+
 /// Whether any fault is on for this thread.
 pub fn any_active() -> bool {
     #[cfg(feature = "fault-injection")]

@@ -16,13 +16,15 @@
 //!   the oracle reports undefined behaviour, the assignments are evaluated one by one, so
 //!   each element's outcome (bits or UB) is known.
 //!
-//! This file depends only on `uopkit_interp` and `proptest` (no `crate::` paths), so the
-//! compiler's own tests can include it with `#[path]` without a dependency cycle.
+//! The strategies need proptest: they exist with the crate's `testkit` feature only; the
+//! builder and the meaning do not (`pass_trace` evaluates with them in every build).
 
 use std::collections::BTreeMap;
 use std::fmt;
 
+#[cfg(feature = "testkit")]
 use proptest::collection::vec;
+#[cfg(feature = "testkit")]
 use proptest::prelude::*;
 use uopkit_interp::eval::{self, BufferInit, Elem};
 use uopkit_interp::ir::table::{self, CSpelling, OpInfo};
@@ -723,11 +725,13 @@ impl<'a> ExprBuilder<'a> {
 }
 
 /// A tape of `len` words.
+#[cfg(feature = "testkit")]
 pub fn tape(len: usize) -> impl Strategy<Value = Vec<u32>> {
     vec(any::<u32>(), 0..=len)
 }
 
 /// Any well-typed expression (ints of every width, bool, float32 when `cfg.floats`).
+#[cfg(feature = "testkit")]
 pub fn expr(cfg: ExprConfig) -> impl Strategy<Value = Expr> {
     tape(cfg.tape_len).prop_map(move |t| {
         let mut b = ExprBuilder::new(&t, cfg.clone());
@@ -739,6 +743,7 @@ pub fn expr(cfg: ExprConfig) -> impl Strategy<Value = Expr> {
 }
 
 /// An expression of dtype `dt`.
+#[cfg(feature = "testkit")]
 pub fn expr_of(dt: DType, cfg: ExprConfig) -> impl Strategy<Value = Expr> {
     tape(cfg.tape_len).prop_map(move |t| {
         let mut b = ExprBuilder::new(&t, cfg.clone());
@@ -749,6 +754,7 @@ pub fn expr_of(dt: DType, cfg: ExprConfig) -> impl Strategy<Value = Expr> {
 }
 
 /// Index arithmetic as the lowering of views makes it (int64 over `RANGE`s).
+#[cfg(feature = "testkit")]
 pub fn index_expr() -> impl Strategy<Value = Expr> {
     tape(24).prop_map(|t| {
         let mut b = ExprBuilder::new(&t, ExprConfig::default());
@@ -759,6 +765,7 @@ pub fn index_expr() -> impl Strategy<Value = Expr> {
 
 /// A strategy from a function that builds the root with an [`ExprBuilder`] (for targeted
 /// strategies).
+#[cfg(feature = "testkit")]
 pub fn built_with(
     cfg: ExprConfig,
     f: fn(&mut ExprBuilder) -> NodeId,
@@ -846,23 +853,30 @@ pub fn evaluate(
     }
 }
 
-/// Evaluates `root` for the assignments `which` at once.
-fn eval_at(
+/// The expression under `roots` as a tensor-level graph: each loop variable (`RANGE` of
+/// axis A) becomes an int64 BUFFER of slot A holding that variable's value in each of the
+/// assignments `which` (in order); every other node is kept. The roots' ids in the new
+/// graph and the buffers' contents come with it. (A rule counterexample is written as a
+/// case this way, `gen::rulecheck`.)
+pub fn with_buffers(
     g: &Graph,
-    root: NodeId,
+    roots: &[NodeId],
     vars: &BTreeMap<usize, i64>,
     which: &[usize],
-) -> Result<Result<Vec<u64>, Ub>, String> {
+) -> Result<(Graph, Vec<NodeId>, BTreeMap<NodeId, BufferInit>), String> {
     let m = which.len();
     let mut t = Graph::new();
     let mut map: BTreeMap<NodeId, NodeId> = BTreeMap::new();
     let mut inputs: BTreeMap<NodeId, BufferInit> = BTreeMap::new();
-    for id in g.reachable(&[root]) {
+    for id in g.reachable(roots) {
         let n = g.node(id);
         let new = if n.op == Op::RANGE {
             let Arg::Index(axis) = n.arg else {
                 return Err(format!("RANGE {id} without an axis"));
             };
+            if !vars.contains_key(&axis) {
+                return Err(format!("RANGE {id}: axis {axis} is not a loop variable"));
+            }
             let buf = t.add(Node {
                 op: Op::BUFFER,
                 dtype: Int64,
@@ -887,7 +901,19 @@ fn eval_at(
         };
         map.insert(id, new);
     }
-    let r = map[&root];
+    Ok((t, roots.iter().map(|r| map[r]).collect(), inputs))
+}
+
+/// Evaluates `root` for the assignments `which` at once.
+fn eval_at(
+    g: &Graph,
+    root: NodeId,
+    vars: &BTreeMap<usize, i64>,
+    which: &[usize],
+) -> Result<Result<Vec<u64>, Ub>, String> {
+    let m = which.len();
+    let (t, roots, inputs) = with_buffers(g, &[root], vars, which)?;
+    let r = roots[0];
     let ver = verify::verify(&t).map_err(|e| format!("the oracle rejects the expression: {e}"))?;
     let value = match eval::evaluate(&t, &ver, &inputs, &[r]) {
         Ok(ev) => ev.output(&t, r).cloned(),
@@ -950,7 +976,7 @@ pub fn same_meaning(g: &Graph, a: NodeId, b: NodeId) -> Result<(), String> {
     Ok(())
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "testkit"))]
 mod tests {
     use super::*;
     use proptest::strategy::ValueTree;

@@ -8,9 +8,18 @@
 //!   variables (`RANGE` leaves), and their meaning according to the oracle.
 //! * [`rules`]: the property every rewrite rule must have (the oracle's result before and
 //!   after the rewrite is identical), with a targeted strategy per named rule.
-//! * [`scalar`]: quickcheck `Arbitrary` newtypes for dtypes and scalar values, and the
-//!   algebraic laws of `uopkit_interp::scalar` (in its tests).
+//! * [`rulecheck`]: the rule checker, a feature for users: a rule set, one rule or any
+//!   rewriter, checked on generated expressions, with shrunk counterexamples persisted as
+//!   cases and replayed first (docs/rule-fuzzing.md; `uopkit fuzz-rules`).
+//! * [`scalar`]: generators of dtypes and scalar values (quickcheck `Arbitrary` impls and
+//!   seeded proptest strategies from one source of words), and the algebraic laws of
+//!   `uopkit_interp::scalar` (in its tests, seeded: failures reproduce).
+//!
+//! `rules`, `rulecheck`, `scalar` and the proptest strategies of `expr` and `tensor` exist
+//! with the crate's `testkit` feature only (it brings proptest and quickcheck; the `uopkit`
+//! binary enables it); the builders, the exporter and the oracle's meaning do not need it.
 //! * [`export`]: a graph (with buffer contents and outputs) as a case.
+//! * [`tinygrad_rules`]: tinygrad's own rule sets (`bridges/tinygrad/rules.py`) checked the same way (`testkit`).
 //! * [`kernel`]: random valid kernels (loops, gated loads, reductions, local buffers and
 //!   barriers) as kernel graphs, from a seed, for the kernel-level fuzzer ([`crate::kfuzz`]).
 //!
@@ -22,9 +31,14 @@
 pub mod export;
 pub mod expr;
 pub mod kernel;
+#[cfg(feature = "testkit")]
+pub mod rulecheck;
+#[cfg(feature = "testkit")]
 pub mod rules;
+#[cfg(feature = "testkit")]
 pub mod scalar;
 pub mod tensor;
+#[cfg(feature = "testkit")]
 pub mod tinygrad_rules;
 
 #[cfg(test)]

@@ -10,8 +10,8 @@
 //!   shaped to meet that rule (so every rule fires) mixed with general random ones.
 //!   [`TARGETED`] lists the rules that have one; a rule missing from it has no property test.
 //!
-//! Like `expr.rs`, this file names no `crate::` path (only `super::expr`), so the compiler's
-//! tests include both with `#[path]`.
+//! The public rule checker built on these is `gen::rulecheck` (docs/rule-fuzzing.md); the
+//! compiler's rules are tested with it in `conformance/tests/rule_properties.rs`.
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;

@@ -1,12 +1,17 @@
-//! `quickcheck` [`Arbitrary`] implementations for dtypes and scalar values (newtypes, since
-//! the types live in `uopkit_interp`), for per-op algebraic laws against
-//! `uopkit_interp::scalar` (the tests below check the laws the oracle must satisfy).
+//! Generators of dtypes and scalar values (newtypes, since the types live in
+//! `uopkit_interp`), for per-op algebraic laws against `uopkit_interp::scalar` (the tests
+//! below check the laws the oracle must satisfy): each type is [`Drawn`] from a source of
+//! random words ([`Draw`]), which is quickcheck's `Gen` (the [`Arbitrary`] impls, for users)
+//! or a proptest tape of words ([`strategy`]: seeded, so every failure reproduces, and the
+//! tape shrinks towards 0, the first and simplest alternatives).
 //!
 //! Values are raw bits of their dtype (the oracle's representation), drawn with a bias to
 //! the values where laws break: 0, ±1, the dtype's extremes, ±0.0, ±inf, NaNs (canonical and
 //! with payloads), subnormals; otherwise small values or random bits. Shrinking moves an
 //! integer towards 0 and a float towards 0.0.
 
+use proptest::collection::vec;
+use proptest::prelude::{any, Strategy};
 use quickcheck::{Arbitrary, Gen};
 use uopkit_interp::ir::DType;
 use uopkit_interp::scalar::cast::{mask, to_i128, wrap_i128};
@@ -29,8 +34,51 @@ pub struct FloatDType(pub DType);
 pub const INT_DTYPES: &[DType] = &[Int8, Int16, Int32, Int64, UInt8, UInt16, UInt32, UInt64];
 pub const FLOAT_DTYPES: &[DType] = &[Fp8E4M3, Fp8E5M2, Float16, BFloat16, Float32, Float64];
 
-fn choose<T: Copy>(g: &mut Gen, xs: &[T]) -> T {
-    *g.choose(xs).expect("a non-empty list")
+/// A source of random words.
+pub trait Draw {
+    fn word(&mut self) -> u64;
+}
+
+impl Draw for Gen {
+    fn word(&mut self) -> u64 {
+        u64::arbitrary(self)
+    }
+}
+
+/// Words read from a tape; past its end every word is 0 (the first alternative).
+pub struct Tape<'a> {
+    words: &'a [u64],
+    pos: usize,
+}
+
+impl<'a> Tape<'a> {
+    pub fn new(words: &'a [u64]) -> Self {
+        Tape { words, pos: 0 }
+    }
+}
+
+impl Draw for Tape<'_> {
+    fn word(&mut self) -> u64 {
+        let w = self.words.get(self.pos).copied().unwrap_or(0);
+        self.pos += 1;
+        w
+    }
+}
+
+/// A value made from random words.
+pub trait Drawn: Sized {
+    fn draw(d: &mut dyn Draw) -> Self;
+}
+
+/// A proptest strategy for a [`Drawn`] type: a tape of up to 8 words (shrinking the tape
+/// shrinks the value towards the first alternatives: int8-like dtypes, 0, special values).
+pub fn strategy<T: Drawn + std::fmt::Debug>() -> impl Strategy<Value = T> {
+    vec(any::<u64>(), 0..=8).prop_map(|t| T::draw(&mut Tape::new(&t)))
+}
+
+/// An element of a non-empty list.
+fn choose<T: Copy>(d: &mut dyn Draw, xs: &[T]) -> T {
+    xs[(d.word() % xs.len().max(1) as u64) as usize]
 }
 
 /// A dtype "smaller" than `dt` to shrink towards (int32 for ints, float32 for floats).
@@ -42,27 +90,45 @@ fn simpler(dt: DType) -> Option<DType> {
     }
 }
 
+impl Drawn for AnyDType {
+    fn draw(d: &mut dyn Draw) -> Self {
+        AnyDType(choose(d, &DType::ALL))
+    }
+}
+
 impl Arbitrary for AnyDType {
     fn arbitrary(g: &mut Gen) -> Self {
-        AnyDType(choose(g, &DType::ALL))
+        Self::draw(g)
     }
     fn shrink(&self) -> Box<dyn Iterator<Item = Self>> {
         Box::new(simpler(self.0).map(AnyDType).into_iter())
     }
 }
 
+impl Drawn for IntDType {
+    fn draw(d: &mut dyn Draw) -> Self {
+        IntDType(choose(d, INT_DTYPES))
+    }
+}
+
 impl Arbitrary for IntDType {
     fn arbitrary(g: &mut Gen) -> Self {
-        IntDType(choose(g, INT_DTYPES))
+        Self::draw(g)
     }
     fn shrink(&self) -> Box<dyn Iterator<Item = Self>> {
         Box::new(simpler(self.0).map(IntDType).into_iter())
     }
 }
 
+impl Drawn for FloatDType {
+    fn draw(d: &mut dyn Draw) -> Self {
+        FloatDType(choose(d, FLOAT_DTYPES))
+    }
+}
+
 impl Arbitrary for FloatDType {
     fn arbitrary(g: &mut Gen) -> Self {
-        FloatDType(choose(g, FLOAT_DTYPES))
+        Self::draw(g)
     }
     fn shrink(&self) -> Box<dyn Iterator<Item = Self>> {
         Box::new(simpler(self.0).map(FloatDType).into_iter())
@@ -70,13 +136,13 @@ impl Arbitrary for FloatDType {
 }
 
 /// Bits of one element of `dt`, biased to edge values.
-pub fn arbitrary_bits(g: &mut Gen, dt: DType) -> u64 {
+pub fn arbitrary_bits(g: &mut dyn Draw, dt: DType) -> u64 {
     let m = mask(dt);
-    match u8::arbitrary(g) % 8 {
+    match g.word() % 8 {
         0 | 1 => special_bits(g, dt),
         2 | 3 => {
             // Small values.
-            let v = (i8::arbitrary(g) % 17) as i128;
+            let v = (g.word() as i8 % 17) as i128;
             if dt.is_float() {
                 from_f64(dt, v as f64 / 4.0)
             } else if dt.is_bool() {
@@ -85,12 +151,12 @@ pub fn arbitrary_bits(g: &mut Gen, dt: DType) -> u64 {
                 wrap_i128(dt, v)
             }
         }
-        _ => u64::arbitrary(g) & m,
+        _ => g.word() & m,
     }
 }
 
 /// One of the values where laws tend to break.
-pub fn special_bits(g: &mut Gen, dt: DType) -> u64 {
+pub fn special_bits(g: &mut dyn Draw, dt: DType) -> u64 {
     if let Some(f) = dt.float_format() {
         let sign = 1u64 << (dt.bits() - 1);
         let exp_all = ((1u64 << f.exp_bits) - 1) << f.man_bits;
@@ -163,13 +229,19 @@ impl std::fmt::Debug for Value {
     }
 }
 
-impl Arbitrary for Value {
-    fn arbitrary(g: &mut Gen) -> Self {
-        let dtype = AnyDType::arbitrary(g).0;
+impl Drawn for Value {
+    fn draw(g: &mut dyn Draw) -> Self {
+        let dtype = AnyDType::draw(g).0;
         Value {
             dtype,
             bits: arbitrary_bits(g, dtype),
         }
+    }
+}
+
+impl Arbitrary for Value {
+    fn arbitrary(g: &mut Gen) -> Self {
+        Self::draw(g)
     }
     fn shrink(&self) -> Box<dyn Iterator<Item = Self>> {
         let dt = self.dtype;
@@ -189,14 +261,20 @@ pub struct IntPair {
     pub b: u64,
 }
 
-impl Arbitrary for IntPair {
-    fn arbitrary(g: &mut Gen) -> Self {
-        let dtype = IntDType::arbitrary(g).0;
+impl Drawn for IntPair {
+    fn draw(g: &mut dyn Draw) -> Self {
+        let dtype = IntDType::draw(g).0;
         IntPair {
             dtype,
             a: arbitrary_bits(g, dtype),
             b: arbitrary_bits(g, dtype),
         }
+    }
+}
+
+impl Arbitrary for IntPair {
+    fn arbitrary(g: &mut Gen) -> Self {
+        Self::draw(g)
     }
     fn shrink(&self) -> Box<dyn Iterator<Item = Self>> {
         let p = *self;
@@ -218,14 +296,20 @@ pub struct Pair {
     pub b: u64,
 }
 
-impl Arbitrary for Pair {
-    fn arbitrary(g: &mut Gen) -> Self {
-        let dtype = AnyDType::arbitrary(g).0;
+impl Drawn for Pair {
+    fn draw(g: &mut dyn Draw) -> Self {
+        let dtype = AnyDType::draw(g).0;
         Pair {
             dtype,
             a: arbitrary_bits(g, dtype),
             b: arbitrary_bits(g, dtype),
         }
+    }
+}
+
+impl Arbitrary for Pair {
+    fn arbitrary(g: &mut Gen) -> Self {
+        Self::draw(g)
     }
     fn shrink(&self) -> Box<dyn Iterator<Item = Self>> {
         let p = *self;
@@ -247,9 +331,9 @@ pub struct Widening {
     pub bits: u64,
 }
 
-impl Arbitrary for Widening {
-    fn arbitrary(g: &mut Gen) -> Self {
-        let from = IntDType::arbitrary(g).0;
+impl Drawn for Widening {
+    fn draw(g: &mut dyn Draw) -> Self {
+        let from = IntDType::draw(g).0;
         let (lo, hi) = from.int_range().unwrap_or((0, 1));
         let wider: Vec<DType> = INT_DTYPES
             .iter()
@@ -266,6 +350,12 @@ impl Arbitrary for Widening {
             bits: arbitrary_bits(g, from),
         }
     }
+}
+
+impl Arbitrary for Widening {
+    fn arbitrary(g: &mut Gen) -> Self {
+        Self::draw(g)
+    }
     fn shrink(&self) -> Box<dyn Iterator<Item = Self>> {
         let w = *self;
         Box::new(
@@ -280,13 +370,66 @@ impl Arbitrary for Widening {
 mod laws {
     //! Algebraic laws of the oracle's scalar semantics (`uopkit_interp::scalar`).
     use super::*;
-    use quickcheck::{QuickCheck, TestResult};
+    use proptest::test_runner::TestCaseError;
     use uopkit_interp::ir::Op;
     use uopkit_interp::scalar::round::is_nan;
     use uopkit_interp::scalar::{alu, bitcast, cast, Ub};
 
-    fn qc() -> QuickCheck {
-        QuickCheck::new().tests(3000).max_tests(30_000)
+    /// A law's verdict on one value (what quickcheck's `TestResult` was).
+    enum TestResult {
+        Passed,
+        Discard,
+        Error(String),
+    }
+
+    impl TestResult {
+        fn passed() -> Self {
+            TestResult::Passed
+        }
+        fn discard() -> Self {
+            TestResult::Discard
+        }
+        fn error(m: impl Into<String>) -> Self {
+            TestResult::Error(m.into())
+        }
+        fn from_bool(ok: bool) -> Self {
+            if ok {
+                TestResult::Passed
+            } else {
+                TestResult::error("the law does not hold")
+            }
+        }
+    }
+
+    impl From<bool> for TestResult {
+        fn from(ok: bool) -> Self {
+            TestResult::from_bool(ok)
+        }
+    }
+
+    /// Checks a law on 3000 values from a fixed seed (the same values on every run: a
+    /// failure reproduces), shrunk on failure; discarded values do not count.
+    fn check<T: Drawn + std::fmt::Debug + Clone, R: Into<TestResult>>(prop: fn(T) -> R) {
+        use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+        let config = Config {
+            cases: 3000,
+            max_global_rejects: 27_000,
+            max_shrink_iters: 4096,
+            failure_persistence: None,
+            rng_algorithm: RngAlgorithm::ChaCha,
+            ..Config::default()
+        };
+        let seed = [0x5c; 32];
+        let mut runner =
+            TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &seed));
+        let result = runner.run(&strategy::<T>(), |v| match prop(v).into() {
+            TestResult::Passed => Ok(()),
+            TestResult::Discard => Err(TestCaseError::reject("discarded")),
+            TestResult::Error(m) => Err(TestCaseError::fail(m)),
+        });
+        if let Err(e) = result {
+            panic!("{e}");
+        }
     }
 
     fn int(dt: DType, bits: u64) -> i128 {
@@ -334,7 +477,7 @@ mod laws {
             }
             TestResult::passed()
         }
-        qc().quickcheck(prop as fn(IntPair) -> TestResult);
+        check(prop as fn(IntPair) -> TestResult);
     }
 
     /// int → wider int (or a float whose significand holds it) → int is the identity.
@@ -344,7 +487,7 @@ mod laws {
             let up = cast(w.from, w.wide, w.bits).unwrap();
             cast(w.wide, w.from, up) == Ok(w.bits & mask(w.from))
         }
-        qc().quickcheck(prop as fn(Widening) -> bool);
+        check(prop as fn(Widening) -> bool);
     }
 
     /// A float → wider float → float round trip keeps the bits (NaNs: stay NaN, keep sign).
@@ -368,7 +511,7 @@ mod laws {
                 TestResult::from_bool(back == v.bits)
             }
         }
-        qc().quickcheck(prop as fn(Value) -> TestResult);
+        check(prop as fn(Value) -> TestResult);
     }
 
     /// Comparisons: a < b and b < a never both hold; for non-NaN values exactly one of
@@ -403,7 +546,7 @@ mod laws {
             }
             TestResult::passed()
         }
-        qc().quickcheck(prop as fn(Pair) -> TestResult);
+        check(prop as fn(Pair) -> TestResult);
     }
 
     /// ADD and MUL are commutative bit for bit (floats too: NaN results are canonical); so
@@ -454,7 +597,7 @@ mod laws {
             }
             TestResult::passed()
         }
-        qc().quickcheck(prop as fn(Pair) -> TestResult);
+        check(prop as fn(Pair) -> TestResult);
     }
 
     /// Shifts: UB exactly for counts outside 0..bits; SHL by k is multiplication by 2^k
@@ -485,16 +628,17 @@ mod laws {
             }
             TestResult::passed()
         }
-        qc().quickcheck(prop as fn(IntPair) -> TestResult);
+        check(prop as fn(IntPair) -> TestResult);
     }
 
     #[test]
     fn arbitrary_values_cover_the_edges() {
-        let mut g = Gen::new(64);
+        let mut rng = crate::inputs::SplitMix64(0xed6e);
         let mut nan = 0;
         let mut extremes = 0;
         for _ in 0..2000 {
-            let v = Value::arbitrary(&mut g);
+            let words: Vec<u64> = (0..8).map(|_| rng.next_u64()).collect();
+            let v = Value::draw(&mut Tape::new(&words));
             assert_eq!(v.bits & !mask(v.dtype), 0, "{v:?}");
             nan += is_nan(v.dtype, v.bits) as u32;
             if let Some((lo, hi)) = v.dtype.int_range() {

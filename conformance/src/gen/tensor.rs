@@ -22,7 +22,9 @@
 
 use std::fmt;
 
+#[cfg(feature = "testkit")]
 use proptest::collection::vec;
+#[cfg(feature = "testkit")]
 use proptest::prelude::*;
 use uopkit_interp::ir::{DType, Device, DeviceSpec};
 use uopkit_interp::scalar::cast::wrap_i128;
@@ -111,11 +113,13 @@ impl fmt::Debug for Generated {
 }
 
 /// Recipes of 1 to `cfg.max_steps` steps.
+#[cfg(feature = "testkit")]
 pub fn recipe(cfg: &TensorConfig) -> impl Strategy<Value = Recipe> {
     vec(any::<StepCode>(), 1..=cfg.max_steps.max(1)).prop_map(|steps| Recipe { steps })
 }
 
 /// Random tensor programs as cases (expected values empty: compare with the oracle).
+#[cfg(feature = "testkit")]
 pub fn tensor_case(cfg: TensorConfig) -> impl Strategy<Value = Generated> {
     recipe(&cfg).prop_map(move |r| build(&r, &cfg))
 }
@@ -936,7 +940,7 @@ impl Builder<'_> {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "testkit"))]
 mod tests {
     use super::*;
     use crate::gen::rules::seeded_runner;

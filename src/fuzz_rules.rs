@@ -1,0 +1,121 @@
+//! `uopkit fuzz-rules NAME`: the rule checker (`uopkit_conformance::gen::rulecheck`, see
+//! docs/rule-fuzzing.md) from the command line, for a named rule set or rule. Exit 0 when the
+//! budget passes, 1 with the counterexample printed (and written as a case under `--out`),
+//! 2 on bad input (an unknown name: the known ones are listed).
+//!
+//! `tinygrad:SET` (`tinygrad:symbolic`, `tinygrad:symbolic_simple`, `tinygrad:sym`,
+//! `tinygrad:commutative`) checks one of tinygrad's own rule sets instead, through
+//! `bridges/tinygrad/rules.py` (`uopkit_conformance::gen::tinygrad_rules`): the same
+//! before ≡ after property on index arithmetic over bounded loop variables.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use uopkit_conformance::gen::rulecheck::{self, CheckConfig, CheckError, RuleUnderTest};
+use uopkit_conformance::gen::tinygrad_rules::{self, Failure, RulesError, TinygradRulesConfig};
+
+use crate::ui;
+
+/// The arguments of `uopkit fuzz-rules`.
+#[derive(clap::Args, Debug)]
+pub struct FuzzRulesArgs {
+    /// A rule set (`symbolic`) or one rule of it (`mod_affine`, …); `tinygrad:SET` for one of
+    /// tinygrad's rule sets (`tinygrad:symbolic`), through the tinygrad bridge.
+    pub name: String,
+    /// Stop starting new cases after this many seconds.
+    #[arg(long, default_value_t = 60)]
+    pub seconds: u64,
+    /// Generated expressions to check (each in both rewrite orders).
+    #[arg(long, default_value_t = 100_000)]
+    pub cases: u32,
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Where a counterexample is written as a case (`rule_<id>.json`, never overwriting), and
+    /// whose earlier counterexamples of NAME are replayed first.
+    #[arg(long, default_value = "corpus/regressions")]
+    pub out: PathBuf,
+}
+
+pub fn run(args: FuzzRulesArgs) -> ExitCode {
+    if let Some(set) = args.name.strip_prefix("tinygrad:") {
+        return run_tinygrad(set, &args);
+    }
+    // Test builds only (the compiler's `fault-injection` feature): faults named in
+    // UOPKIT_TEST_FAULTS are switched on for this thread; normal builds ignore it.
+    let _ = uopkit_compiler::rewrite::faults::activate_from_env();
+    let rut = match RuleUnderTest::named(&args.name) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let cfg = CheckConfig {
+        cases: args.cases,
+        seed: args.seed,
+        time_budget: Some(Duration::from_secs(args.seconds)),
+        regressions: Some(args.out.clone()),
+        ..CheckConfig::default()
+    };
+    let start = Instant::now();
+    let bar = ui::RuleBar::new(args.cases as u64);
+    let budget = args.seconds;
+    let result = rulecheck::check_rules_with(&rut, &cfg, &mut |r| {
+        let left = budget.saturating_sub(start.elapsed().as_secs());
+        bar.update(r.cases as u64, r.fired_cases as u64, Some(left));
+    });
+    bar.clear();
+    match result {
+        Ok(report) => {
+            println!("{report}");
+            ExitCode::SUCCESS
+        }
+        Err(CheckError::Counterexample(c)) => {
+            println!("{c}");
+            ExitCode::FAILURE
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// `fuzz-rules tinygrad:SET`: tinygrad's rule set `set` on `--cases` generated expressions
+/// (the time budget does not apply: the run stops at the case count).
+fn run_tinygrad(set: &str, args: &FuzzRulesArgs) -> ExitCode {
+    let cfg = TinygradRulesConfig {
+        cases: args.cases,
+        seed: args.seed,
+        case_dir: Some(args.out.clone()),
+        fault: std::env::var("UOPKIT_TINYGRAD_RULE_FAULT")
+            .ok()
+            .filter(|f| !f.is_empty()),
+        ..TinygradRulesConfig::default()
+    };
+    match tinygrad_rules::check_tinygrad_rules(set, &cfg) {
+        Ok(r) => {
+            println!(
+                "tinygrad:{}: {} expressions, {} checked ({} rewritten), {} unsupported, {} raised, {} assignments, {:.1} s: no counterexample",
+                r.rule_set, r.cases, r.checked, r.rewritten, r.unsupported, r.raised, r.assignments, r.seconds
+            );
+            for m in r.unsupported_reasons.iter().chain(&r.raised_messages) {
+                println!("  {m}");
+            }
+            ExitCode::SUCCESS
+        }
+        Err(Failure::Counterexample(c)) => {
+            println!("{c}");
+            ExitCode::FAILURE
+        }
+        Err(Failure::Error(RulesError::Rejected(e))) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+        Err(Failure::Error(e)) => {
+            eprintln!("error: tinygrad:{set}: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
