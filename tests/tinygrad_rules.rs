@@ -204,3 +204,48 @@ fn make_executable(p: &std::path::Path) {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
+
+/// The same from the CLI: `uopkit fuzz-rules tinygrad:symbolic` passes a budget (exit 0), with
+/// a wrong rule switched on it prints the counterexample and writes it (exit 1), and an unknown
+/// rule set is bad input (exit 2).
+#[test]
+fn fuzz_rules_cli_runs_tinygrads_rule_sets() {
+    if !has_tinygrad("fuzz_rules_cli_runs_tinygrads_rule_sets") {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let run = |name: &str, fault: Option<&str>| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_uopkit"));
+        c.args(["fuzz-rules", name, "--cases", "200", "--out"])
+            .arg(dir.path())
+            .env_remove("UOPKIT_TINYGRAD_RULE_FAULT");
+        if let Some(f) = fault {
+            c.env("UOPKIT_TINYGRAD_RULE_FAULT", f);
+        }
+        c.output().expect("uopkit runs")
+    };
+    let ok = run("tinygrad:symbolic", None);
+    let text = String::from_utf8_lossy(&ok.stdout);
+    assert_eq!(ok.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("tinygrad:symbolic: 200 expressions"),
+        "{text}"
+    );
+    let bad = run("tinygrad:symbolic", Some("div-drop-carry"));
+    let text = String::from_utf8_lossy(&bad.stdout);
+    assert_eq!(bad.status.code(), Some(1), "{text}");
+    assert!(text.contains("changes the meaning"), "{text}");
+    let written: Vec<_> = std::fs::read_dir(dir.path())
+        .expect("the --out directory")
+        .filter_map(|e| e.ok())
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("tinygrad_rules_")
+        })
+        .collect();
+    assert_eq!(written.len(), 1, "one counterexample case written");
+    let unknown = run("tinygrad:nope", None);
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&unknown.stderr).contains("symbolic"));
+}
