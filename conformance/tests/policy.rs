@@ -234,9 +234,17 @@ fn manifest_nan_bits_any_widens_only_nans() {
         d.deviating, 1,
         "the other NaN is a deviation the manifest allows"
     );
+    assert_eq!(d.nan_widened, 1);
+    let said = d.allowance().expect("an allowed deviation is reported");
     assert!(
-        d.allowances.iter().any(|x| x.contains("nan_bits any")),
-        "{:?}",
+        said.ends_with(
+            "1 of 4 elements differ from the oracle, allowed by nan_bits any (the test manifest)"
+        ),
+        "{said}"
+    );
+    assert!(
+        d.allowances.is_empty(),
+        "the bound is not widened: {:?}",
         d.allowances
     );
     let same = judged(&any, &v);
@@ -251,6 +259,35 @@ fn manifest_nan_bits_any_widens_only_nans() {
         r#"{"format": "uopkit-allowances/1", "backend": "test", "nan_bits": "some"}"#
     )
     .is_err());
+}
+
+/// `nan_bits: any` covers NaNs an operation makes, not stored bits: a BITCAST (moved or not)
+/// must keep its NaN payload on every backend.
+#[test]
+fn manifest_nan_bits_any_keeps_bitcast_bits() {
+    let c = case(json!({
+        "format": "uopkit-case/1",
+        "description": "BITCAST int32 -> float32 of a NaN payload (policy test)",
+        "graph": [
+            {"id": 0, "op": "BUFFER", "dtype": "int32", "arg": {"slot": 0, "size": 2, "device": "CPU"}},
+            {"id": 1, "op": "BITCAST", "dtype": "float32", "src": [0]},
+            {"id": 2, "op": "RESHAPE", "dtype": "float32", "src": [1], "arg": [2, 1]}
+        ],
+        "inputs": {"0": {"data": [2147483647, 1065353216]}},
+        "outputs": [{"name": "y", "node": 2, "shape": [2, 1], "expect": ["0x7fffffff", "1.0"]}]
+    }));
+    let r = oracle(&c);
+    let v = out_value(&c, &r, 0).clone();
+    let other_nan = with(&v, &[(0, 0xffc0_0000)]);
+    let any: Allowances = Allowances::parse(
+        r#"{"format": "uopkit-allowances/1", "backend": "test", "nan_bits": "any"}"#,
+    )
+    .unwrap();
+    let j = compare::judge_outputs(&c, "policy/bitcast", &r, &[Some(other_nan)], &any).unwrap();
+    assert!(
+        !j[0].diff.as_ref().unwrap().passed(),
+        "a bitcast's NaN payload is data"
+    );
 }
 
 #[test]

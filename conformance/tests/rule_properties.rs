@@ -12,7 +12,6 @@
 //! * The deliberately wrong rule `fault_mod_drop` (the compiler's `fault-injection` feature,
 //!   a dev-dependency of this crate) is found, alone and inside the set, with a shrunk
 //!   counterexample; written as a case, it is replayed first on the next run.
-#![cfg(feature = "testkit")]
 
 use std::collections::BTreeSet;
 

@@ -1,7 +1,6 @@
 //! The example of docs/rule-fuzzing.md (the text between the markers is quoted there, and
 //! `the_docs_quote_this_example` keeps the two the same): a user's own rewrite rules, written
 //! with the engine's public API, checked from the user's own `cargo test`.
-#![cfg(feature = "testkit")]
 
 // example: begin
 use uopkit_compiler::rewrite::{Captures, Pat, Rule, RuleSet};

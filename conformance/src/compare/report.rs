@@ -162,6 +162,17 @@ impl OutputDiff {
             Some(o) => format!(" ({o})"),
             None => " (the case's comparison mode)".into(),
         };
+        let (by, source) = match &self.nan_origin {
+            Some(n) if self.nan_widened == self.deviating => (n.clone(), String::new()),
+            Some(n) => (
+                format!(
+                    "{by}{source}, {} of them NaNs with other bits by {n}",
+                    self.nan_widened
+                ),
+                String::new(),
+            ),
+            None => (by, source),
+        };
         Some(format!(
             "output '{}': {} of {} elements differ from the {}, allowed by {by}{source}",
             self.name,

@@ -326,7 +326,14 @@ impl RulesBridge {
                 )));
             }
             Err(RecvTimeoutError::Disconnected) => {
-                let status = self.child.wait().map(|s| s.to_string()).unwrap_or_default();
+                // Its stdout closed; it may still be running (it closed the pipe itself).
+                let status = match self.child.try_wait() {
+                    Ok(Some(s)) => s.to_string(),
+                    _ => {
+                        self.kill();
+                        "stdout closed; the process was killed".to_string()
+                    }
+                };
                 return Err(RulesError::Child(format!(
                     "the process ended ({status}){}",
                     self.stderr_tail()
