@@ -617,7 +617,11 @@ fn an_effect_after_a_loop_that_only_read_its_buffer_stays_after_the_loop() {
         let q = linearize(&k).unwrap_or_else(|e| panic!("barrier {barrier}: {e}\n{k}"));
         assert_eq!(run_on_iota(&q, 0).unwrap(), want, "barrier {barrier}:\n{q}");
         // The store of 9 (the second store into acc) lies after the loop's END.
-        let end = q.insts.iter().position(|i| i.op == Op::END).expect("an END");
+        let end = q
+            .insts
+            .iter()
+            .position(|i| i.op == Op::END)
+            .expect("an END");
         let stores: Vec<usize> = q
             .insts
             .iter()

@@ -2,6 +2,9 @@
 //! linear form spells them (RANGE opens a loop, END closes it) and turns position into
 //! edges: the effects of a loop body become `END(body, range)`, and every INDEX of a
 //! buffer the kernel writes goes through `AFTER(buffer, last effect, open ranges…)`.
+//! A read of a written buffer is pending until the buffer's next effect, which comes after
+//! it; a read still pending when its loop closes is pending as that loop's END (or, folded
+//! by a REDUCE, as the REDUCE), since nothing outside the loop may name it.
 //! [`lift`] feeds a whole [`Program`] through it.
 
 use std::collections::{BTreeMap, BTreeSet};
