@@ -640,3 +640,60 @@ fn an_effect_after_a_loop_that_only_read_its_buffer_stays_after_the_loop() {
         assert!(end < nine, "barrier {barrier}:\n{q}");
     }
 }
+
+/// p1[0] = Σ_i p0[i] as a REDUCE (made, as the lowering does, before its loop's scope is
+/// closed), then p0[0] = 100 — an effect on the buffer the fold read that does not use the
+/// fold. The overwrite must come after the fold's reads: by hand, p0 = 1, 2, 3 gives
+/// p1[0] = 6 (105 had the overwrite gone first) and p0 = 100, 2, 3.
+#[test]
+fn an_effect_after_a_reduce_that_read_its_buffer_stays_after_the_fold() {
+    let params = vec![
+        ParamDecl {
+            dtype: I32,
+            size: 3,
+            written: true,
+        },
+        ParamDecl {
+            dtype: I32,
+            size: 1,
+            written: true,
+        },
+    ];
+    let mut b = kgraph::Builder::new("fold_then_overwrite", params);
+    let p0 = b.push(Op::PARAM, I32, vec![], KArg::Param(0));
+    let p1 = b.push(Op::PARAM, I32, vec![], KArg::Param(1));
+    let n = b.push(Op::CONST, I64, vec![], KArg::Const(3));
+    let i = b.push(Op::RANGE, I64, vec![n], KArg::Axis(0));
+    let at = b.push(Op::INDEX, I32, vec![p0, i], KArg::None);
+    let x = b.push(Op::LOAD, I32, vec![at], KArg::None);
+    let sum = b.reduce(
+        Op::ADD,
+        I32,
+        x,
+        &[i],
+        uopkit_interp::ir::ReduceOrder::Sequential,
+    );
+    b.push(Op::END, DType::Void, vec![i], KArg::None);
+    let zero = b.push(Op::CONST, I64, vec![], KArg::Const(0));
+    let hundred = b.push(Op::CONST, I32, vec![], KArg::Const(100));
+    let a0 = b.push(Op::INDEX, I32, vec![p0, zero], KArg::None);
+    b.push(Op::STORE, DType::Void, vec![a0, hundred], KArg::None);
+    let o = b.push(Op::INDEX, I32, vec![p1, zero], KArg::None);
+    b.push(Op::STORE, DType::Void, vec![o, sum], KArg::None);
+    let mut k = b.finish().unwrap();
+    optimize::optimize_for(&mut k, Target::Cpu, None, &[]).unwrap();
+    let q = linearize(&k).unwrap_or_else(|e| panic!("{e}\n{k}"));
+    let mut bufs = vec![
+        vec![Elem::Bits(1), Elem::Bits(2), Elem::Bits(3)],
+        vec![Elem::Bits(0)],
+    ];
+    run(&q, &mut bufs, &RunOpts::default()).unwrap();
+    assert_eq!(
+        bufs,
+        vec![
+            vec![Elem::Bits(100), Elem::Bits(2), Elem::Bits(3)],
+            vec![Elem::Bits(6)]
+        ],
+        "{q}"
+    );
+}

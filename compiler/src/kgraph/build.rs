@@ -267,7 +267,7 @@ impl Builder {
     }
 
     /// A REDUCE node: `value` folded with `op` over `ranges` in `order` (which it closes; their loops'
-    /// scopes must be closed by the caller, without effects in them).
+    /// scopes must be closed by the caller after this call, without effects in them).
     pub fn reduce(
         &mut self,
         op: Op,
