@@ -565,3 +565,135 @@ fn gpu_threads_split_the_innermost_grid_dimension() {
         }
     }
 }
+
+/// acc[0] = 5; for i < 3 { out[i] = acc[0] + in[i] } — the loop reads the register buffer
+/// and never writes it — then (after a BARRIER when `barrier`) acc[0] = 9; out[0] = acc[0].
+/// The loop's read of acc is still pending when END closes the loop: the overwrite (and the
+/// barrier) must come after the loop, not name the read inside it. Lifting used to make
+/// them depend on the in-loop LOAD, and linearizing failed with "needs the loop of range …,
+/// which is not open there" (the kernel fuzzer's seeds 20, 93, 99, 112: an expanded
+/// `chunks(k)` reduction before an exchange's barrier).
+fn read_only_loop_then_overwrite(barrier: bool) -> Program {
+    let mut p = Program::new("read_loop", matrix_params(3, 1));
+    let out = p.push(Op::PARAM, I32, vec![], KArg::Param(0));
+    let inp = p.push(Op::PARAM, I32, vec![], KArg::Param(1));
+    let acc = p.push(Op::BUFFER, I32, vec![], KArg::Reg(1));
+    let zero = c64(&mut p, 0);
+    let five = p.push(Op::CONST, I32, vec![], KArg::Const(5));
+    let a0 = p.push(Op::INDEX, I32, vec![acc, zero], KArg::None);
+    p.push(Op::STORE, DType::Void, vec![a0, five], KArg::None);
+    let n = c64(&mut p, 3);
+    let i = p.push(Op::RANGE, I64, vec![n], KArg::Axis(0));
+    let a1 = p.push(Op::INDEX, I32, vec![acc, zero], KArg::None);
+    let v = p.push(Op::LOAD, I32, vec![a1], KArg::None);
+    let at = p.push(Op::INDEX, I32, vec![inp, i], KArg::None);
+    let x = p.push(Op::LOAD, I32, vec![at], KArg::None);
+    let s = p.push(Op::ADD, I32, vec![v, x], KArg::None);
+    let o = p.push(Op::INDEX, I32, vec![out, i], KArg::None);
+    p.push(Op::STORE, DType::Void, vec![o, s], KArg::None);
+    p.push(Op::END, DType::Void, vec![i], KArg::None);
+    if barrier {
+        p.push(Op::BARRIER, DType::Void, vec![], KArg::None);
+    }
+    let nine = p.push(Op::CONST, I32, vec![], KArg::Const(9));
+    let a2 = p.push(Op::INDEX, I32, vec![acc, zero], KArg::None);
+    p.push(Op::STORE, DType::Void, vec![a2, nine], KArg::None);
+    let a3 = p.push(Op::INDEX, I32, vec![acc, zero], KArg::None);
+    let w = p.push(Op::LOAD, I32, vec![a3], KArg::None);
+    let o0 = p.push(Op::INDEX, I32, vec![out, zero], KArg::None);
+    p.push(Op::STORE, DType::Void, vec![o0, w], KArg::None);
+    p
+}
+
+#[test]
+fn an_effect_after_a_loop_that_only_read_its_buffer_stays_after_the_loop() {
+    // By hand, in = 0, 1, 2: the loop writes 5+0, 5+1, 5+2, then out[0] = 9. Had the
+    // overwrite gone before the loop, out would be [9, 10, 11].
+    let want = vec![9, 6, 7];
+    for barrier in [false, true] {
+        let p = read_only_loop_then_overwrite(barrier);
+        assert_eq!(run_on_iota(&p, 0).unwrap(), want, "{p}");
+        let k = lift(&p).unwrap();
+        let q = linearize(&k).unwrap_or_else(|e| panic!("barrier {barrier}: {e}\n{k}"));
+        assert_eq!(run_on_iota(&q, 0).unwrap(), want, "barrier {barrier}:\n{q}");
+        // The store of 9 (the second store into acc) lies after the loop's END.
+        let end = q
+            .insts
+            .iter()
+            .position(|i| i.op == Op::END)
+            .expect("an END");
+        let stores: Vec<usize> = q
+            .insts
+            .iter()
+            .enumerate()
+            .filter(|(_, i)| i.op == Op::STORE && i.src.len() == 2)
+            .map(|(n, _)| n)
+            .collect();
+        let nine = stores
+            .iter()
+            .copied()
+            .find(|&n| {
+                let v = q.insts[n].src[1];
+                q.insts[v.index()].op == Op::CONST && q.insts[v.index()].arg == KArg::Const(9)
+            })
+            .expect("the store of 9");
+        assert!(end < nine, "barrier {barrier}:\n{q}");
+    }
+}
+
+/// p1[0] = Σ_i p0[i] as a REDUCE (made, as the lowering does, before its loop's scope is
+/// closed), then p0[0] = 100 — an effect on the buffer the fold read that does not use the
+/// fold. The overwrite must come after the fold's reads: by hand, p0 = 1, 2, 3 gives
+/// p1[0] = 6 (105 had the overwrite gone first) and p0 = 100, 2, 3.
+#[test]
+fn an_effect_after_a_reduce_that_read_its_buffer_stays_after_the_fold() {
+    let params = vec![
+        ParamDecl {
+            dtype: I32,
+            size: 3,
+            written: true,
+        },
+        ParamDecl {
+            dtype: I32,
+            size: 1,
+            written: true,
+        },
+    ];
+    let mut b = kgraph::Builder::new("fold_then_overwrite", params);
+    let p0 = b.push(Op::PARAM, I32, vec![], KArg::Param(0));
+    let p1 = b.push(Op::PARAM, I32, vec![], KArg::Param(1));
+    let n = b.push(Op::CONST, I64, vec![], KArg::Const(3));
+    let i = b.push(Op::RANGE, I64, vec![n], KArg::Axis(0));
+    let at = b.push(Op::INDEX, I32, vec![p0, i], KArg::None);
+    let x = b.push(Op::LOAD, I32, vec![at], KArg::None);
+    let sum = b.reduce(
+        Op::ADD,
+        I32,
+        x,
+        &[i],
+        uopkit_interp::ir::ReduceOrder::Sequential,
+    );
+    b.push(Op::END, DType::Void, vec![i], KArg::None);
+    let zero = b.push(Op::CONST, I64, vec![], KArg::Const(0));
+    let hundred = b.push(Op::CONST, I32, vec![], KArg::Const(100));
+    let a0 = b.push(Op::INDEX, I32, vec![p0, zero], KArg::None);
+    b.push(Op::STORE, DType::Void, vec![a0, hundred], KArg::None);
+    let o = b.push(Op::INDEX, I32, vec![p1, zero], KArg::None);
+    b.push(Op::STORE, DType::Void, vec![o, sum], KArg::None);
+    let mut k = b.finish().unwrap();
+    optimize::optimize_for(&mut k, Target::Cpu, None, &[]).unwrap();
+    let q = linearize(&k).unwrap_or_else(|e| panic!("{e}\n{k}"));
+    let mut bufs = vec![
+        vec![Elem::Bits(1), Elem::Bits(2), Elem::Bits(3)],
+        vec![Elem::Bits(0)],
+    ];
+    run(&q, &mut bufs, &RunOpts::default()).unwrap();
+    assert_eq!(
+        bufs,
+        vec![
+            vec![Elem::Bits(100), Elem::Bits(2), Elem::Bits(3)],
+            vec![Elem::Bits(6)]
+        ],
+        "{q}"
+    );
+}

@@ -2,6 +2,9 @@
 //! linear form spells them (RANGE opens a loop, END closes it) and turns position into
 //! edges: the effects of a loop body become `END(body, range)`, and every INDEX of a
 //! buffer the kernel writes goes through `AFTER(buffer, last effect, open ranges…)`.
+//! A read of a written buffer is pending until the buffer's next effect, which comes after
+//! it; a read still pending when its loop closes is pending as that loop's END (or, folded
+//! by a REDUCE, as the REDUCE), since nothing outside the loop may name it.
 //! [`lift`] feeds a whole [`Program`] through it.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -9,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use uopkit_interp::ir::{DType, Graph, KArg, NodeId, Op};
 use uopkit_interp::kernel::{InstId, ParamDecl, Program};
 
-use super::{add, KernelGraph, KernelGraphError};
+use super::{add, KernelGraph, KernelGraphError, Ranges};
 
 struct Scope {
     /// The RANGE this scope is the body of (None at the top level).
@@ -33,6 +36,8 @@ pub struct Builder {
     /// Loads of each written buffer since its last effect: the next effect on the buffer
     /// comes after them (a write never overtakes an earlier read).
     reads: BTreeMap<NodeId, Vec<NodeId>>,
+    /// The open ranges of the nodes so far (to tell which pending reads a loop's END closes).
+    ranges: Ranges,
     next_tag: u32,
 }
 
@@ -51,6 +56,7 @@ impl Builder {
             last: BTreeMap::new(),
             index_buf: BTreeMap::new(),
             reads: BTreeMap::new(),
+            ranges: Ranges::default(),
             next_tag: 1,
         }
     }
@@ -79,6 +85,20 @@ impl Builder {
             self.last.insert(b, e);
             scope.wrote.insert(b);
         }
+    }
+
+    /// Removes the pending reads that need `range` open; the buffers they read.
+    fn take_reads_in(&mut self, range: NodeId) -> BTreeSet<NodeId> {
+        let mut bufs = BTreeSet::new();
+        for (b, rs) in self.reads.iter_mut() {
+            let before = rs.len();
+            rs.retain(|&r| !self.ranges.of(&self.graph, r).contains(&range));
+            if rs.len() != before {
+                bufs.insert(*b);
+            }
+        }
+        self.reads.retain(|_, rs| !rs.is_empty());
+        bufs
     }
 
     /// Whether the innermost open loop has effects so far.
@@ -122,6 +142,12 @@ impl Builder {
                 let Some(range) = scope.range else {
                     return NodeId(0);
                 };
+                // Reads made in the loop and still pending (no later effect on their buffer
+                // in it) need `range`, which is closed from here on: a later effect on the
+                // buffer comes after the END instead, which comes after every iteration. In
+                // a loop without effects such reads are dead (a value made in a loop is not
+                // used after it; one a REDUCE folds is pending as the REDUCE).
+                let inner = self.take_reads_in(range);
                 let body = match scope.effects.len() {
                     0 => return range,
                     1 => scope.effects[0],
@@ -143,6 +169,9 @@ impl Builder {
                     0,
                 );
                 self.effect(end, scope.wrote);
+                for b in inner {
+                    self.reads.entry(b).or_default().push(end);
+                }
                 end
             }
             Op::INDEX => {
@@ -238,7 +267,7 @@ impl Builder {
     }
 
     /// A REDUCE node: `value` folded with `op` over `ranges` in `order` (which it closes; their loops'
-    /// scopes must be closed by the caller, without effects in them).
+    /// scopes must be closed by the caller after this call, without effects in them).
     pub fn reduce(
         &mut self,
         op: Op,
@@ -247,7 +276,24 @@ impl Builder {
         ranges: &[NodeId],
         order: uopkit_interp::ir::ReduceOrder,
     ) -> NodeId {
-        super::reduce(&mut self.graph, op, dtype, value, ranges, order)
+        let r = super::reduce(&mut self.graph, op, dtype, value, ranges, order);
+        // The pending reads the fold reads inside its loops are pending as the REDUCE: a
+        // later effect on their buffer comes after it (the loops' ENDs drop the others).
+        let pending: Vec<NodeId> = self.reads.values().flatten().copied().collect();
+        let folded = reaches(&self.graph, &[value], &pending);
+        for rs in self.reads.values_mut() {
+            let before = rs.len();
+            rs.retain(|l| {
+                !(folded.contains(l)
+                    && ranges
+                        .iter()
+                        .any(|x| self.ranges.of(&self.graph, *l).contains(x)))
+            });
+            if rs.len() != before {
+                rs.push(r);
+            }
+        }
+        r
     }
 
     /// The kernel graph: a SINK of the top-level effects. Loops still open are an error.
