@@ -7,12 +7,17 @@
 //! `tinygrad:commutative`) checks one of tinygrad's own rule sets instead, through
 //! `bridges/tinygrad/rules.py` (`uopkit_conformance::gen::tinygrad_rules`): the same
 //! before ≡ after property on index arithmetic over bounded loop variables.
+//!
+//! `--level tensor` / `--level kernel` check the rule on whole generated tensor programs or
+//! kernels instead of expressions (`uopkit_conformance::gen::rulecheck_levels`); `expr`
+//! (the default) is the expression-level check above.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use uopkit_conformance::gen::rulecheck::{self, CheckConfig, CheckError, RuleUnderTest};
+use uopkit_conformance::gen::rulecheck_levels::{self, LevelConfig, LevelError};
 use uopkit_conformance::gen::tinygrad_rules::{self, Failure, RulesError, TinygradRulesConfig};
 
 use crate::ui;
@@ -35,10 +40,26 @@ pub struct FuzzRulesArgs {
     /// whose earlier counterexamples of NAME are replayed first.
     #[arg(long, default_value = "corpus/regressions")]
     pub out: PathBuf,
+    /// What is generated: expressions (`expr`), whole tensor programs (`tensor`) or kernels
+    /// (`kernel`). Not for `tinygrad:SET` (expressions only).
+    #[arg(long, value_enum, default_value_t = Level::Expr)]
+    pub level: Level,
+}
+
+/// `--level`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Level {
+    Expr,
+    Tensor,
+    Kernel,
 }
 
 pub fn run(args: FuzzRulesArgs) -> ExitCode {
     if let Some(set) = args.name.strip_prefix("tinygrad:") {
+        if args.level != Level::Expr {
+            eprintln!("error: tinygrad:{set} is checked on expressions only (--level expr)");
+            return ExitCode::from(2);
+        }
         return run_tinygrad(set, &args);
     }
     // Test builds only (the compiler's `fault-injection` feature): faults named in
@@ -51,6 +72,9 @@ pub fn run(args: FuzzRulesArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if args.level != Level::Expr {
+        return run_level(&rut, &args);
+    }
     let cfg = CheckConfig {
         cases: args.cases,
         seed: args.seed,
@@ -72,6 +96,43 @@ pub fn run(args: FuzzRulesArgs) -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(CheckError::Counterexample(c)) => {
+            println!("{c}");
+            ExitCode::FAILURE
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// `--level tensor|kernel`: the rule on whole generated programs.
+fn run_level(rut: &RuleUnderTest, args: &FuzzRulesArgs) -> ExitCode {
+    let cfg = LevelConfig {
+        cases: args.cases,
+        seed: args.seed,
+        time_budget: Some(Duration::from_secs(args.seconds)),
+        regressions: Some(args.out.clone()),
+        ..LevelConfig::default()
+    };
+    let start = Instant::now();
+    let bar = ui::RuleBar::new(args.cases as u64);
+    let budget = args.seconds;
+    let mut progress = |r: &rulecheck_levels::LevelReport| {
+        let left = budget.saturating_sub(start.elapsed().as_secs());
+        bar.update(r.cases as u64, r.fired_cases as u64, Some(left));
+    };
+    let result = match args.level {
+        Level::Tensor => rulecheck_levels::check_rules_on_tensors_with(rut, &cfg, &mut progress),
+        _ => rulecheck_levels::check_rules_on_kernels_with(rut, &cfg, &mut progress),
+    };
+    bar.clear();
+    match result {
+        Ok(report) => {
+            println!("{report}");
+            ExitCode::SUCCESS
+        }
+        Err(LevelError::Counterexample(c)) => {
             println!("{c}");
             ExitCode::FAILURE
         }

@@ -113,3 +113,50 @@ fn without_the_test_switch_faults_are_unknown_names() {
         r.all()
     );
 }
+
+/// `--level tensor` / `--level kernel`: the whole `symbolic` set passes on generated tensor
+/// programs and kernels; `fault_mod_drop` is found on kernels (exit 1, both programs printed).
+#[test]
+fn levels_tensor_and_kernel() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().to_str().unwrap();
+    for level in ["tensor", "kernel"] {
+        let args = [
+            "fuzz-rules",
+            "symbolic",
+            "--level",
+            level,
+            "--cases",
+            "200",
+            "--out",
+            out,
+        ];
+        let r = uopkit(&args);
+        assert_eq!(r.code, 0, "{}", r.all());
+        let want = format!("symbolic: 200 {level}-level programs");
+        assert!(r.stdout.contains(&want), "{}", r.all());
+    }
+    let args = [
+        "fuzz-rules",
+        "fault_mod_drop",
+        "--level",
+        "kernel",
+        "--cases",
+        "300",
+        "--out",
+        out,
+    ];
+    let r = uopkit_with(&args, &[("UOPKIT_TEST_FAULTS", "fault_mod_drop")], &[]);
+    assert_eq!(r.code, 1, "{}", r.all());
+    for want in [
+        "kernel-level program",
+        "input:",
+        "rewritten:",
+        "CMOD",
+        "differs:",
+    ] {
+        assert!(r.stdout.contains(want), "missing {want:?}:\n{}", r.all());
+    }
+    let r = uopkit(&["fuzz-rules", "tinygrad:symbolic", "--level", "kernel"]);
+    assert_eq!(r.code, 2, "{}", r.all());
+}

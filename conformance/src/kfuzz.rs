@@ -258,7 +258,7 @@ fn graph(r: &KernelRecipe) -> Result<KernelGraph, String> {
 }
 
 /// `k` after `passes`, linearized.
-fn lowered(k: &KernelGraph, passes: &[Pass]) -> Result<Program, String> {
+pub(crate) fn lowered(k: &KernelGraph, passes: &[Pass]) -> Result<Program, String> {
     let mut k = k.clone();
     optimize::optimize(&mut k, passes).map_err(|e| e.to_string())?;
     linearize(&k).map_err(|e| e.to_string())
@@ -272,7 +272,7 @@ fn symbolic_pass() -> Pass {
 }
 
 /// The first seed under which `p` differs from `want` (with the detail), if any.
-fn differs(p: &Program, init: &[Vec<Elem>], want: &Outcome) -> Option<String> {
+pub(crate) fn differs(p: &Program, init: &[Vec<Elem>], want: &Outcome) -> Option<String> {
     for seed in GPU_SEEDS {
         let got = interpret(p, init, seed);
         if &got != want {
@@ -526,7 +526,7 @@ fn shrink(r: &KernelRecipe, f: Fail, opts: &KFuzzOpts) -> (KernelRecipe, Fail) {
 }
 
 /// Smaller recipes than `r`, the biggest steps first.
-fn candidates(r: &KernelRecipe) -> Vec<KernelRecipe> {
+pub(crate) fn candidates(r: &KernelRecipe) -> Vec<KernelRecipe> {
     let mut out = vec![];
     if r.stmts.len() > 1 {
         for i in 0..r.stmts.len() {

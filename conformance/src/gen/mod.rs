@@ -34,6 +34,8 @@ pub mod kernel;
 #[cfg(feature = "testkit")]
 pub mod rulecheck;
 #[cfg(feature = "testkit")]
+pub mod rulecheck_levels;
+#[cfg(feature = "testkit")]
 pub mod rules;
 #[cfg(feature = "testkit")]
 pub mod scalar;

@@ -123,6 +123,55 @@ impl RuleUnderTest {
         }
     }
 
+    /// Rewrites any graph (a tensor graph, a kernel graph) from `roots` (in `order`, where
+    /// the rewriter has one): the tensor- and kernel-level checks (`gen::rulecheck_levels`).
+    pub fn apply_graph(&self, g: &Graph, roots: &[NodeId], order: Order) -> GraphApplied {
+        match self {
+            RuleUnderTest::Rules { set, .. } => {
+                let mut out = g.clone();
+                let opts = RewriteOpts {
+                    order,
+                    ..RewriteOpts::default()
+                }
+                .max_iterations(64);
+                let r = rewrite(&mut out, roots, set, opts);
+                GraphApplied {
+                    graph: out,
+                    roots: r.roots.clone(),
+                    fired: r.hits.iter().map(|(n, k)| (n.to_string(), *k)).collect(),
+                    changed: r.total_hits() > 0,
+                    stop: (r.stop != StopReason::FixedPoint).then(|| format!("{:?}", r.stop)),
+                }
+            }
+            RuleUnderTest::Closure { rewrite, name } => {
+                let (out, new_roots) = rewrite(g, roots);
+                let valid = new_roots.len() == roots.len()
+                    && new_roots.iter().all(|r| (r.0 as usize) < out.len());
+                if !valid {
+                    return GraphApplied {
+                        graph: g.clone(),
+                        roots: roots.to_vec(),
+                        fired: BTreeMap::new(),
+                        changed: true,
+                        stop: Some(format!("{name} returned no valid roots")),
+                    };
+                }
+                let changed = !same_graph(g, roots, &out, &new_roots);
+                GraphApplied {
+                    graph: out,
+                    roots: new_roots,
+                    fired: if changed {
+                        BTreeMap::from([(name.clone(), 1)])
+                    } else {
+                        BTreeMap::new()
+                    },
+                    changed,
+                    stop: None,
+                }
+            }
+        }
+    }
+
     /// Rewrites `e` (in `order`, where the rewriter has one).
     pub fn apply(&self, e: &Expr, order: Order) -> Applied {
         match self {
@@ -191,6 +240,45 @@ pub struct Applied {
     pub changed: bool,
     /// Why the rewriter did not reach a fixed point (None: it did).
     pub stop: Option<String>,
+}
+
+/// What a rewrite made of a whole graph ([`RuleUnderTest::apply_graph`]).
+pub struct GraphApplied {
+    pub graph: Graph,
+    /// The roots' new ids, in the same order.
+    pub roots: Vec<NodeId>,
+    /// Firings per rule.
+    pub fired: BTreeMap<String, usize>,
+    /// Whether anything the roots reach changed.
+    pub changed: bool,
+    /// Why the rewriter did not reach a fixed point (None: it did).
+    pub stop: Option<String>,
+}
+
+/// Whether what `ra` reaches in `a` is what `rb` reaches in `b` (node for node, in
+/// topological order, ids aside).
+fn same_graph(a: &Graph, ra: &[NodeId], b: &Graph, rb: &[NodeId]) -> bool {
+    let (na, nb) = (a.reachable(ra), b.reachable(rb));
+    if na.len() != nb.len() {
+        return false;
+    }
+    let pos = |ns: &[NodeId]| -> BTreeMap<NodeId, usize> {
+        ns.iter().enumerate().map(|(i, n)| (*n, i)).collect()
+    };
+    let (pa, pb) = (pos(&na), pos(&nb));
+    let same_roots = ra.iter().zip(rb).all(|(x, y)| pa.get(x) == pb.get(y));
+    same_roots
+        && na.iter().zip(&nb).all(|(x, y)| {
+            let (m, n) = (a.node(*x), b.node(*y));
+            m.op == n.op
+                && m.dtype == n.dtype
+                && m.arg == n.arg
+                && m.src.len() == n.src.len()
+                && m.src
+                    .iter()
+                    .zip(&n.src)
+                    .all(|(s, t)| pa.get(s) == pb.get(t))
+        })
 }
 
 /// Where the expressions come from.
