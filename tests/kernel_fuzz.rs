@@ -155,3 +155,36 @@ fn the_cli_runs_a_clean_kernel_fuzz() {
         "{all}"
     );
 }
+
+/// A machine where the C variant cannot compile is a setup error (exit 2, nothing written),
+/// not a finding; `--no-c` fuzzes without it.
+#[test]
+fn the_cli_without_a_c_compiler_is_a_setup_error() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let out = dir.path().join("found");
+    let out = out.to_string_lossy().to_string();
+    let args = [
+        "fuzz-kernels",
+        "--programs",
+        "4",
+        "--seed",
+        "3",
+        "--out",
+        &out,
+    ];
+    let o = common::uopkit_with(&args, &[("UOPKIT_CC", "/nonexistent/cc")], &[]);
+    let all = o.all();
+    assert_eq!(o.code, 2, "{all}");
+    assert!(
+        all.contains("the C variant cannot run here") && all.contains("--no-c"),
+        "{all}"
+    );
+    assert!(
+        !dir.path().join("found").exists(),
+        "no case is written: {all}"
+    );
+    let mut no_c = args.to_vec();
+    no_c.push("--no-c");
+    let o = common::uopkit_with(&no_c, &[("UOPKIT_CC", "/nonexistent/cc")], &[]);
+    assert_eq!(o.code, 0, "{}", o.all());
+}

@@ -26,8 +26,11 @@
 //! ([`Finding::pass`]); the recipe is shrunk (statements dropped, loop extents shrunk,
 //! expressions replaced by their parts) while the same variant and pass still fail, and the
 //! failing program is written to `out_dir` as a kernel-level case (`kfuzz_<hash>.json`,
-//! atomically, never overwriting) whose expectations are the reference's outputs, so the
-//! oracle's trial of the case fails (a wrong value, or poison read before a barrier).
+//! atomically, never overwriting) whose expectations are the reference's outputs: for a pass
+//! finding the program is the optimized one, so the oracle's trial of the case fails (a wrong
+//! value, or poison read before a barrier); for a `c`/`cuda`/`hip` finding it is the reference
+//! program the backend failed on (which the oracle passes). The C variant runs in this process
+//! (see docs/robustness.md); a machine without a C compiler is [`KFuzzError::NoCompiler`].
 //!
 //! Everything runs on the calling thread, so the compiler's thread-local test-only faults
 //! apply. The same seed and options give the same findings.
@@ -195,6 +198,10 @@ pub enum KFuzzError {
         path: PathBuf,
         source: std::io::Error,
     },
+    /// The C variant is on but this machine cannot compile C (no compiler, a broken
+    /// `UOPKIT_CC`): a setup problem, not a finding (`--no-c` runs without it).
+    #[error("the C variant cannot run here: {0} (pass --no-c to fuzz without it)")]
+    NoCompiler(String),
 }
 
 /// One kernel's failure before shrinking: variant, pass, detail, failing program.
@@ -208,6 +215,12 @@ struct Fail {
 
 /// Runs the fuzzer.
 pub fn run(opts: &KFuzzOpts) -> Result<KFuzzReport, KFuzzError> {
+    if opts.c_backend {
+        // An empty unit: compiles wherever a C compiler runs.
+        CpuDevice::get(0)
+            .compile(&c_unit(&[]))
+            .map_err(|e| KFuzzError::NoCompiler(e.to_string()))?;
+    }
     let start = Instant::now();
     let deadline = start + Duration::from_secs(opts.seconds);
     let mut report = KFuzzReport::default();

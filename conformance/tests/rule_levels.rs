@@ -2,7 +2,6 @@
 //! `testkit`): the real `symbolic` set is exact on generated tensor programs and kernels; a
 //! deliberately wrong rewrite is caught at each level, shrunk, with both results' bits; a
 //! tensor-level counterexample is written as a case and replayed first.
-#![cfg(feature = "testkit")]
 
 use uopkit_compiler::rewrite::faults;
 use uopkit_conformance::gen::rulecheck::RuleUnderTest;

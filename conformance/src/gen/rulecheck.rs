@@ -21,7 +21,7 @@
 //!   loop variables' values where the results differ, both results' bits, and whether the
 //!   rewrite added or removed undefined behaviour ([`UbChange`]).
 //! * Persistence: with [`CheckConfig::regressions`] set, a new counterexample is written
-//!   (atomically, never overwriting: `fuzz::write_new`) as a case file `rule_<id>.json`
+//!   (atomically, never overwriting: `fuzz::write_new`) as a case file `rule_<name>_<id>.json`
 //!   tagged `regression`, `rule` and the rule's name, in the existing case format: each
 //!   loop variable becomes an int64 input buffer (slot = axis) holding its value for every
 //!   assignment in row-major order, the output `input` is the expression, its expected values
@@ -822,7 +822,24 @@ pub fn counterexample_case(c: &Counterexample, seed: u64) -> Result<Case, String
 
 fn persist(c: &Counterexample, seed: u64, dir: &Path) -> Result<PathBuf, String> {
     let case = counterexample_case(c, seed)?;
-    crate::fuzz::write_new(dir, "rule", &case).map_err(|e| e.to_string())
+    crate::fuzz::write_new(dir, &file_stem(&c.name), &case).map_err(|e| e.to_string())
+}
+
+/// `rule_<name>`: the file stem of a counterexample of rule (set) `name`, so two names that
+/// shrink to the same input each keep a file their own replay finds (`write_new` keeps one
+/// file per content and stem). Characters other than letters, digits, `-` and `_` become `_`.
+pub(crate) fn file_stem(name: &str) -> String {
+    let safe: String = name
+        .chars()
+        .map(|ch| {
+            if ch.is_ascii_alphanumeric() || ch == '-' || ch == '_' {
+                ch
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("rule_{safe}")
 }
 
 /// The persisted counterexamples of `name` in `dir` (cases tagged `rule` and `name`, file

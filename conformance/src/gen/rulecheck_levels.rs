@@ -8,7 +8,7 @@
 //!   (dtype and shape included); an oracle error on both sides counts as the same. A failure
 //!   is shrunk by its recipe (`shrink::shrink_recipe`) and, with
 //!   [`LevelConfig::regressions`] set, the shrunk input program is written as a case
-//!   (`rule_<id>.json`, atomically, never overwriting: `fuzz::write_new`) tagged
+//!   (`rule_<name>_<id>.json`, atomically, never overwriting: `fuzz::write_new`) tagged
 //!   `regression`, `rule-tensor` and the rule's name, expected values the oracle's; such
 //!   cases are replayed first by the next tensor-level check of that name;
 //! * **kernel-level programs** ([`check_rules_on_kernels`]): random kernels (`gen::kernel`,
@@ -602,7 +602,8 @@ pub fn check_rules_on_tensors_with(
                 );
                 if let Some(dir) = &cfg.regressions {
                     match tensor_regression_case(&c, &small, cfg.seed).and_then(|case| {
-                        crate::fuzz::write_new(dir, "rule", &case).map_err(|e| e.to_string())
+                        crate::fuzz::write_new(dir, &super::rulecheck::file_stem(&c.name), &case)
+                            .map_err(|e| e.to_string())
                     }) {
                         Ok(p) => c.written_to = Some(p),
                         Err(m) => c.write_error = Some(m),
