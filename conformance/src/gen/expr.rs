@@ -853,6 +853,10 @@ pub fn evaluate(
     }
 }
 
+/// [`with_buffers`]'s result: the graph with the variables as buffers, its roots, and the
+/// buffers' contents.
+pub type WithBuffers = (Graph, Vec<NodeId>, BTreeMap<NodeId, BufferInit>);
+
 /// The expression under `roots` as a tensor-level graph: each loop variable (`RANGE` of
 /// axis A) becomes an int64 BUFFER of slot A holding that variable's value in each of the
 /// assignments `which` (in order); every other node is kept. The roots' ids in the new
@@ -863,7 +867,7 @@ pub fn with_buffers(
     roots: &[NodeId],
     vars: &BTreeMap<usize, i64>,
     which: &[usize],
-) -> Result<(Graph, Vec<NodeId>, BTreeMap<NodeId, BufferInit>), String> {
+) -> Result<WithBuffers, String> {
     let m = which.len();
     let mut t = Graph::new();
     let mut map: BTreeMap<NodeId, NodeId> = BTreeMap::new();

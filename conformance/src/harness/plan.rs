@@ -151,9 +151,7 @@ fn scope_to_corpus(mut xfail: Xfail, corpus: &Path, manifests: &Path, names: &[S
                     None => false,
                 });
         }
-        None => xfail
-            .expected_failures
-            .retain(|e| names.iter().any(|n| *n == e.case)),
+        None => xfail.expected_failures.retain(|e| names.contains(&e.case)),
     }
     xfail
 }
