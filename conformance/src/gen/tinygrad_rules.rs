@@ -30,14 +30,11 @@ use std::time::{Duration, Instant};
 use proptest::prelude::*;
 use proptest::test_runner::{TestCaseError, TestError};
 use serde_json::{json, Value as Json};
-use uopkit_interp::eval::BufferInit;
-use uopkit_interp::ir::{Arg, DType, Device, DeviceSpec, Graph, Node, NodeId, Op};
+use uopkit_interp::ir::{Arg, DType, Graph, Node, NodeId, Op};
 use uopkit_interp::scalar::cast::to_i128;
 use uopkit_interp::scalar::literal;
 
-use super::expr::{
-    assignment, assignments, loop_vars, same_meaning, show, tape, Expr, ExprBuilder,
-};
+use super::expr::{assignments, loop_vars, same_meaning, show, tape, Expr, ExprBuilder};
 use super::rules::seeded_runner;
 use crate::case::NodeJson;
 
@@ -922,39 +919,9 @@ pub fn counterexample_case(e: &Expr, cx: &Counterexample) -> Result<crate::Case,
     let g = &e.graph;
     let vars = loop_vars(g, &[e.root])?;
     let m = assignments(&vars);
-    let mut t = Graph::new();
-    let mut map: BTreeMap<NodeId, NodeId> = BTreeMap::new();
-    let mut inputs: BTreeMap<NodeId, BufferInit> = BTreeMap::new();
-    for id in g.reachable(&[e.root]) {
-        let n = g.node(id);
-        let new = if n.op == Op::RANGE {
-            let Arg::Index(axis) = n.arg else {
-                return Err(format!("RANGE {id} without an axis"));
-            };
-            let buf = t.add(Node {
-                op: Op::BUFFER,
-                dtype: Int64,
-                src: vec![],
-                arg: Arg::Buffer {
-                    slot: axis as u32,
-                    size: m,
-                    device: DeviceSpec::Single(Device::CPU),
-                },
-            });
-            let vals = (0..m)
-                .map(|i| Some(assignment(&vars, i)[&axis] as u64))
-                .collect();
-            inputs.insert(buf, vec![vals]);
-            buf
-        } else {
-            t.add(Node {
-                src: n.src.iter().map(|s| map[s]).collect(),
-                ..n.clone()
-            })
-        };
-        map.insert(id, new);
-    }
-    let mut root = map[&e.root];
+    let which: Vec<usize> = (0..m).collect();
+    let (mut t, roots, inputs) = super::expr::with_buffers(g, &[e.root], &vars, &which)?;
+    let mut root = roots[0];
     if vars.is_empty() {
         // No loop variable: a scalar; the case still has one element.
         root = t.add(Node {
