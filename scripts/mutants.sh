@@ -16,6 +16,9 @@
 # end it prints the score per file: caught / (caught + missed), timeouts counted as caught (the
 # run would hang), unviable mutants (they do not compile) not counted.
 #
+# The trials run with UOPKIT_FAIL_FAST=1 (a caught mutant stops at its first failing trial) and
+# without the oracle's own trials (the oracle does not use the compiler).
+#
 # Needs cargo-mutants (`cargo install cargo-mutants --version 27.1.0 --locked`). Cost on a 2-core
 # machine: one mutant is an incremental rebuild of the compiler and its dependents plus one
 # conformance run, minutes each, and compiler/src has about 1500 mutants in scope
@@ -39,7 +42,7 @@ while [ $# -gt 0 ]; do
     --list) list=1; shift ;;
     --all) all=1; shift ;;
     --) shift; extra=("$@"); break ;;
-    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
     -*) echo "scripts/mutants.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     *) part="$1"; shift ;;
   esac
@@ -85,7 +88,12 @@ fi
 # The conformance trials only; the fault-injection feature stays off (normal builds).
 start=$(date +%s)
 status=0
-cargo mutants "${args[@]}" "${extra[@]}" -- --test conformance || status=$?
+# UOPKIT_FAIL_FAST: a caught mutant ends at its first failing trial instead of running the rest.
+# The oracle's own trials are left out: the oracle (interp/) does not use the compiler, so no
+# compiler mutant can change them (UOPKIT_BACKENDS, if set, still wins).
+UOPKIT_FAIL_FAST=1 \
+UOPKIT_BACKENDS="${UOPKIT_BACKENDS:-kernels,gpusim,cpu,nvrtc,hiprtc,cuda,cuda-cpu,hip,hip-cpu}" \
+  cargo mutants "${args[@]}" "${extra[@]}" -- --test conformance || status=$?
 # cargo-mutants exits 2 when some mutants were missed, 3 on timeouts: the score is the answer.
 case "$status" in 0|2|3) ;; *) echo "scripts/mutants.sh: cargo mutants failed ($status)" >&2; exit "$status" ;; esac
 python3 scripts/mutants_score.py mutants.out

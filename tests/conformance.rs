@@ -5,7 +5,7 @@
 //! argument filters them (e.g. `-- oracle::seeds/`). The environment chooses what runs:
 //! `UOPKIT_BACKENDS` (default `harness::DEFAULT_BACKENDS`; `exec:CMD` for an external backend),
 //! `UOPKIT_CORPUS`, `UOPKIT_MANIFESTS`, `UOPKIT_TIMEOUT`, `UOPKIT_WORKER_MEMORY`,
-//! `UOPKIT_IN_PROCESS=1`.
+//! `UOPKIT_IN_PROCESS=1`, `UOPKIT_FAIL_FAST=1` (stop at the first failing trial, exit 101).
 //!
 //! Trial kinds: `oracle::` (the case's own expected values against the exact interpreter),
 //! `kernels::` (the compiler's lowered programs in the kernel interpreter, against the

@@ -67,6 +67,22 @@ pub fn apply_limits_env(open: &mut OpenOpts) -> Result<(), SetupError> {
     Ok(())
 }
 
+/// `UOPKIT_FAIL_FAST=1`: the test binary stops at the first failing trial (exit status 101)
+/// instead of running the rest; for mutation testing (`scripts/mutants.sh`), where the first
+/// failure is the whole answer. Bad values are errors naming the variable.
+pub fn fail_fast_from_env() -> Result<bool, SetupError> {
+    match std::env::var("UOPKIT_FAIL_FAST") {
+        Err(_) => Ok(false),
+        Ok(v) => match v.trim() {
+            "" | "0" | "false" | "no" => Ok(false),
+            "1" | "true" | "yes" => Ok(true),
+            _ => Err(SetupError(format!(
+                "UOPKIT_FAIL_FAST='{v}': expected 1 or 0"
+            ))),
+        },
+    }
+}
+
 /// `4G`, `512M`, `100K`, `12345`.
 pub fn parse_bytes(s: &str) -> Option<u64> {
     let s = s.trim();

@@ -62,6 +62,7 @@ pub fn libtest_run(
     // Name every trial first; read and open only what the arguments will run (under
     // cargo-nextest, one trial per process; under `--list`, nothing).
     let plan = plan_suite(settings, reg)?;
+    let fail_fast = super::env::fail_fast_from_env()?;
     let (nc, nb) = (plan.cases.len(), plan.backends.len());
     let (mut want_case, mut want_backend) = (vec![false; nc], vec![false; nb]);
     if !args.list {
@@ -105,7 +106,18 @@ pub fn libtest_run(
                     {
                         let mut g = sink2.lock().unwrap_or_else(|e| e.into_inner());
                         g.0[b].add(&v);
-                        g.1.insert(name, v.label());
+                        g.1.insert(name.clone(), v.label());
+                    }
+                    if fail_fast
+                        && matches!(
+                            v,
+                            Verdict::XPass(_) | Verdict::Invalid(_) | Verdict::Fail { .. }
+                        )
+                    {
+                        // The first failure is the whole answer (mutation testing): stop the
+                        // run now. Workers exit when their stdin closes with this process.
+                        eprintln!("UOPKIT_FAIL_FAST: {name} failed; stopping the run");
+                        std::process::exit(101);
                     }
                     match v {
                         Verdict::Pass | Verdict::Allowed(_) => Ok(Completion::Completed),
