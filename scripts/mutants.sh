@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Mutation score of the conformance corpus against uopkit's compiler (issue 18).
 #
-#   scripts/mutants.sh [PART] [--shard K/N] [--jobs J] [--list] [-- extra cargo-mutants args]
+#   scripts/mutants.sh [PART] [--shard K/N] [--jobs J] [--list] [--all] [--no-baseline]
+#                      [--timeout SECS] [-- extra cargo-mutants args, e.g. --in-place]
 #
 # PART: a file or folder under compiler/src (default: all of compiler/src), e.g.
 #   scripts/mutants.sh compiler/src/lower/index.rs
@@ -33,6 +34,8 @@ shard=""
 jobs=""
 list=""
 all=""
+no_baseline=""
+timeout=1800
 extra=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -41,8 +44,10 @@ while [ $# -gt 0 ]; do
     --jobs|-j) jobs="${2:?--jobs needs a number}"; shift 2 ;;
     --list) list=1; shift ;;
     --all) all=1; shift ;;
+    --no-baseline) no_baseline=1; shift ;;
+    --timeout) timeout="${2:?--timeout needs seconds}"; shift 2 ;;
     --) shift; extra=("$@"); break ;;
-    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
     -*) echo "scripts/mutants.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     *) part="$1"; shift ;;
   esac
@@ -86,14 +91,26 @@ if [ -n "$list" ]; then
 fi
 
 # The conformance trials only; the fault-injection feature stays off (normal builds).
-start=$(date +%s)
-status=0
 # UOPKIT_FAIL_FAST: a caught mutant ends at its first failing trial instead of running the rest.
 # The oracle's own trials are left out: the oracle (interp/) does not use the compiler, so no
 # compiler mutant can change them (UOPKIT_BACKENDS, if set, still wins).
-UOPKIT_FAIL_FAST=1 \
-UOPKIT_BACKENDS="${UOPKIT_BACKENDS:-kernels,gpusim,cpu,nvrtc,hiprtc,cuda,cuda-cpu,hip,hip-cpu}" \
-  cargo mutants "${args[@]}" "${extra[@]}" -- --test conformance || status=$?
+export UOPKIT_FAIL_FAST=1
+export UOPKIT_BACKENDS="${UOPKIT_BACKENDS:-kernels,gpusim,cpu,nvrtc,hiprtc,cuda,cuda-cpu,hip,hip-cpu}"
+# `--test=conformance` goes to every cargo call (`--cargo-arg`), so each mutant builds only
+# that test binary, not all of the root package's. cargo-mutants' own baseline would test the
+# mutated package (uopkit-compiler), which has no conformance test, so the baseline is run here
+# instead, on the unmutated tree: if it fails, every mutant would look caught.
+start=$(date +%s)
+if [ -z "$no_baseline" ]; then
+  echo "scripts/mutants.sh: baseline: cargo test --test conformance on the unmutated tree"
+  if ! cargo test --package uopkit --test conformance >mutants.baseline.log 2>&1; then
+    echo "scripts/mutants.sh: the unmutated tree fails its conformance trials (mutants.baseline.log)" >&2
+    exit 1
+  fi
+fi
+status=0
+cargo mutants "${args[@]}" --baseline=skip --timeout "${timeout}" --cargo-arg=--test=conformance \
+  "${extra[@]}" || status=$?
 # cargo-mutants exits 2 when some mutants were missed, 3 on timeouts: the score is the answer.
 case "$status" in 0|2|3) ;; *) echo "scripts/mutants.sh: cargo mutants failed ($status)" >&2; exit "$status" ;; esac
 python3 scripts/mutants_score.py mutants.out
