@@ -185,6 +185,9 @@ impl<'a> Planner<'a> {
         if let Some(s) = self.values.get(&(n, c)) {
             return Ok(s.clone());
         }
+        if self.is_view_step(n) {
+            return self.view_value(n, c);
+        }
         let node = self.g.node(n).clone();
         let src = match node.op {
             Op::BUFFER => Src {
@@ -196,22 +199,21 @@ impl<'a> Planner<'a> {
                 // The view's own storage may come from an earlier AFTER whose stores come
                 // first in program order: plan them before this AFTER's own dependencies,
                 // so that their reads of older versions are planned before the overwrites.
-                if storage_view(self.g, node.src[0]).is_some() {
+                if self.is_storage_view(node.src[0]) {
                     self.value_c(node.src[0], c)?;
                 }
                 self.run_effects(&node.src[1..])?;
-                match storage_view(self.g, node.src[0]) {
-                    Some(_) => {
-                        let (buf, version, chain) = self.versions.root(n)?.clone();
-                        let buffer = self.graph_buffer(buf, c)?;
-                        let tag = version.map_or(Tag::Initial, Tag::Store);
-                        Src {
-                            buffer,
-                            tag,
-                            chain: chain.iter().map(|&m| self.move_of(m)).collect(),
-                        }
+                if self.is_storage_view(node.src[0]) {
+                    let (buf, version, chain) = self.versions.root(n)?.clone();
+                    let buffer = self.graph_buffer(buf, c)?;
+                    let tag = version.map_or(Tag::Initial, Tag::Store);
+                    Src {
+                        buffer,
+                        tag,
+                        chain: chain.iter().map(|&m| self.move_of(m)).collect(),
                     }
-                    None => self.value_c(node.src[0], c)?,
+                } else {
+                    self.value_c(node.src[0], c)?
                 }
             }
             Op::DETACH => self.value_c(node.src[0], c)?,
@@ -244,13 +246,46 @@ impl<'a> Planner<'a> {
                     .cloned()
                     .ok_or_else(|| err(n, format!("ALLREDUCE has no component {c}")))?
             }
-            op if op.is_movement() && self.is_storage_view(n) => {
-                let mut s = self.value_c(node.src[0], c)?;
-                s.chain.push(self.move_of(n));
-                s
-            }
             _ => self.materialize_c(n, c)?,
         };
+        self.values.insert((n, c), src.clone());
+        Ok(src)
+    }
+
+    /// Whether `n` is a movement op or a DETACH on a view of storage: its value is its
+    /// source's view with the move (if any) appended ([`Self::view_value`]).
+    fn is_view_step(&self, n: NodeId) -> bool {
+        let op = self.g.node(n).op;
+        (op.is_movement() || op == Op::DETACH) && self.is_storage_view(n)
+    }
+
+    /// The value of a view of storage `n` (see [`Self::is_view_step`]): the value of the
+    /// first node below it that is not a view step (or whose value is known), with the moves
+    /// of the steps between appended. Walks the chain in a loop and remembers the value of
+    /// `n` only: a chain of k views costs O(k) time and memory (remembering every view of the
+    /// chain kept k chains of up to k moves) and no stack.
+    fn view_value(&mut self, n: NodeId, c: usize) -> Result<Src, ScheduleError> {
+        let c = self.comp_of(n, c);
+        let mut steps = vec![];
+        let (mut cur, mut cc) = (n, c);
+        let mut src = loop {
+            if let Some(s) = self.values.get(&(cur, cc)) {
+                break s.clone();
+            }
+            if !self.is_view_step(cur) {
+                break self.value_c(cur, cc)?;
+            }
+            steps.push(cur);
+            cur = self.g.node(cur).src[0];
+            cc = self.comp_of(cur, cc);
+        };
+        src.chain.extend(
+            steps
+                .iter()
+                .rev()
+                .filter(|&&m| self.g.node(m).op.is_movement())
+                .map(|&m| self.move_of(m)),
+        );
         self.values.insert((n, c), src.clone());
         Ok(src)
     }
@@ -387,8 +422,11 @@ impl<'a> Planner<'a> {
     }
 
     /// Movement over storage is a view, not a computation.
+    /// Whether `n` is a view of storage: `storage_view(g, n).is_some()`, read from the
+    /// graph's per-node flag (O(1); the walk is O(chain) and was made once per node of a
+    /// long view chain).
     fn is_storage_view(&self, n: NodeId) -> bool {
-        storage_view(self.g, n).is_some()
+        self.g.is_storage(n)
     }
 
     fn move_of(&self, m: NodeId) -> Move {
@@ -445,7 +483,7 @@ impl<'a> Planner<'a> {
         }
         let node = self.g.node(n).clone();
         let src = match node.op {
-            Op::AFTER | Op::DETACH if storage_view(self.g, node.src[0]).is_none() => {
+            Op::AFTER | Op::DETACH if !self.is_storage_view(node.src[0]) => {
                 if node.op == Op::AFTER {
                     self.run_effects(&node.src[1..])?;
                 }
