@@ -121,8 +121,10 @@ fn fault_mod_drop_is_caught_on_tensor_programs_shrunk_and_persisted() {
         regressions: Some(dir.path().to_path_buf()),
         ..cfg(2000)
     };
-    let rut = named("fault_mod_drop");
-    let c = expect_counterexample(with_fault(|| check_rules_on_tensors(&rut, &with_dir)));
+    // The fault's name is known only while it is on.
+    let c = expect_counterexample(with_fault(|| {
+        check_rules_on_tensors(&named("fault_mod_drop"), &with_dir)
+    }));
     let text = c.to_string();
     println!("{text}");
     assert!(c.fired.contains_key("fault_mod_drop"), "{text}");
@@ -146,7 +148,9 @@ fn fault_mod_drop_is_caught_on_tensor_programs_shrunk_and_persisted() {
         cases: 0,
         ..with_dir.clone()
     };
-    let again = expect_counterexample(with_fault(|| check_rules_on_tensors(&rut, &replay_only)));
+    let again = expect_counterexample(with_fault(|| {
+        check_rules_on_tensors(&named("fault_mod_drop"), &replay_only)
+    }));
     assert_eq!(again.replayed_from.as_deref(), Some(path.as_path()));
 }
 
