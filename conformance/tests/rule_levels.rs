@@ -245,7 +245,10 @@ fn an_unreadable_regression_file_is_an_error_naming_it() {
     };
     match check_rules_on_tensors(&rut, &with_dir) {
         Err(LevelError::Replay(m)) => {
-            assert!(m.contains("rule_add_to_sub_0001.json") && m.contains("not replayed"), "{m}")
+            assert!(
+                m.contains("rule_add_to_sub_0001.json") && m.contains("not replayed"),
+                "{m}"
+            )
         }
         other => panic!("expected a replay error, got {other:?}"),
     }
