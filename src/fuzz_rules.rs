@@ -144,23 +144,56 @@ fn run_level(rut: &RuleUnderTest, args: &FuzzRulesArgs) -> ExitCode {
 }
 
 /// `fuzz-rules tinygrad:SET`: tinygrad's rule set `set` on `--cases` generated expressions
-/// (the time budget does not apply: the run stops at the case count).
+/// (int64 as weakint, int64, int32; comparisons), in batches; no batch starts after
+/// `--seconds`.
 fn run_tinygrad(set: &str, args: &FuzzRulesArgs) -> ExitCode {
     let cfg = TinygradRulesConfig {
         cases: args.cases,
         seed: args.seed,
+        time_budget: Some(Duration::from_secs(args.seconds)),
         case_dir: Some(args.out.clone()),
         fault: std::env::var("UOPKIT_TINYGRAD_RULE_FAULT")
             .ok()
             .filter(|f| !f.is_empty()),
         ..TinygradRulesConfig::default()
     };
-    match tinygrad_rules::check_tinygrad_rules(set, &cfg) {
+    let (python, origin) = tinygrad_rules::python_origin(&cfg);
+    let bridge = tinygrad_rules::bridge_path();
+    let start = Instant::now();
+    let bar = ui::RuleBar::new(args.cases as u64);
+    let budget = args.seconds;
+    let result = tinygrad_rules::check_tinygrad_rules_with(set, &cfg, &mut |r| {
+        let left = budget.saturating_sub(start.elapsed().as_secs());
+        bar.update(r.cases as u64, r.rewritten as u64, Some(left));
+    });
+    bar.clear();
+    // Which tinygrad answered: the interpreter (and where it was chosen), the bridge script.
+    let under = format!(
+        "  bridge: {} under {python} (from {origin})",
+        bridge.display()
+    );
+    match result {
         Ok(r) => {
             println!(
-                "tinygrad:{}: {} expressions, {} checked ({} rewritten), {} unsupported, {} raised, {} assignments, {:.1} s: no counterexample",
-                r.rule_set, r.cases, r.checked, r.rewritten, r.unsupported, r.raised, r.assignments, r.seconds
+                "tinygrad:{}: {} expressions, {} checked ({} rewritten; {}; {} comparisons), {} may overflow, {} unsupported, {} raised, {} assignments, {:.1} s{}: no counterexample",
+                r.rule_set,
+                r.cases,
+                r.checked,
+                r.rewritten,
+                r.by_dtype(),
+                r.bool_roots,
+                r.may_overflow,
+                r.unsupported,
+                r.raised,
+                r.assignments,
+                r.seconds,
+                if r.stopped_by_time {
+                    format!(" (stopped by --seconds {budget} before --cases {})", args.cases)
+                } else {
+                    String::new()
+                }
             );
+            println!("{under}");
             for m in r.unsupported_reasons.iter().chain(&r.raised_messages) {
                 println!("  {m}");
             }
@@ -168,6 +201,7 @@ fn run_tinygrad(set: &str, args: &FuzzRulesArgs) -> ExitCode {
         }
         Err(Failure::Counterexample(c)) => {
             println!("{c}");
+            println!("{under}");
             ExitCode::FAILURE
         }
         Err(Failure::Error(RulesError::Rejected(e))) => {
@@ -175,7 +209,7 @@ fn run_tinygrad(set: &str, args: &FuzzRulesArgs) -> ExitCode {
             ExitCode::from(2)
         }
         Err(Failure::Error(e)) => {
-            eprintln!("error: tinygrad:{set}: {e}");
+            eprintln!("error: tinygrad:{set}: {e}\n{under}");
             ExitCode::from(2)
         }
     }

@@ -160,3 +160,73 @@ fn levels_tensor_and_kernel() {
     let r = uopkit(&["fuzz-rules", "tinygrad:symbolic", "--level", "kernel"]);
     assert_eq!(r.code, 2, "{}", r.all());
 }
+
+/// `fault_mod_drop` through the CLI at the tensor level: found on a generated tensor program
+/// (`(t & m) % c`), shrunk, printed with both results' bits, and written as a case.
+#[test]
+fn fault_mod_drop_is_found_on_tensor_programs() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().to_str().unwrap();
+    let args = [
+        "fuzz-rules",
+        "fault_mod_drop",
+        "--level",
+        "tensor",
+        "--cases",
+        "2000",
+        "--out",
+        out,
+    ];
+    let r = uopkit_with(&args, &[("UOPKIT_TEST_FAULTS", "fault_mod_drop")], &[]);
+    assert_eq!(r.code, 1, "{}", r.all());
+    for want in [
+        "tensor-level program",
+        "generated program #",
+        "shrunk",
+        "fault_mod_drop",
+        "bits",
+        "written to",
+    ] {
+        assert!(r.stdout.contains(want), "missing {want:?}:\n{}", r.all());
+    }
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+}
+
+/// A seeded run ignores proptest's environment variables: the same counterexample, shrunk
+/// the same way, with `PROPTEST_MAX_SHRINK_ITERS=0` and friends as without them.
+#[test]
+fn proptest_environment_variables_do_not_change_a_seeded_run() {
+    let run = |env: &[(&str, &str)]| {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().to_str().unwrap().to_string();
+        let args = [
+            "fuzz-rules",
+            "fault_mod_drop",
+            "--cases",
+            "2000",
+            "--seed",
+            "3",
+            "--out",
+            &out,
+        ];
+        let mut all = vec![("UOPKIT_TEST_FAULTS", "fault_mod_drop")];
+        all.extend_from_slice(env);
+        let r = uopkit_with(&args, &all, &[]);
+        assert_eq!(r.code, 1, "{}", r.all());
+        // The counterexample without the file name (a fresh folder each run).
+        r.stdout
+            .lines()
+            .filter(|l| !l.contains("written to"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let plain = run(&[]);
+    let with_env = run(&[
+        ("PROPTEST_CASES", "1"),
+        ("PROPTEST_MAX_SHRINK_ITERS", "0"),
+        ("PROPTEST_MAX_SHRINK_TIME", "1"),
+        ("PROPTEST_MAX_GLOBAL_REJECTS", "0"),
+        ("PROPTEST_RNG_SEED", "99"),
+    ]);
+    assert_eq!(plain, with_env);
+}

@@ -11,7 +11,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use uopkit_conformance::gen::tinygrad_rules::{
-    check_tinygrad_rules, python, Failure, RulesError, TinygradRulesConfig,
+    check_tinygrad_rules, python, Failure, IndexDtype, RulesError, TinygradRulesConfig, BATCH,
 };
 
 fn has_tinygrad(test: &str) -> bool {
@@ -43,10 +43,17 @@ fn passes(rule_set: &str, cases: u32) {
     match check_tinygrad_rules(rule_set, &budget(cases)) {
         Ok(r) => {
             eprintln!(
-                "{rule_set}: {} generated, {} checked ({} rewritten), {} may overflow, {} unsupported {:?}, {} raised {:?}, {} assignments, {:.1} s ({:.0}/s)",
-                r.cases, r.checked, r.rewritten, r.may_overflow, r.unsupported, r.unsupported_reasons,
+                "{rule_set}: {} generated, {} checked ({} rewritten; {}; {} comparisons), {} may overflow, {} unsupported {:?}, {} raised {:?}, {} assignments, {:.1} s ({:.0}/s)",
+                r.cases, r.checked, r.rewritten, r.by_dtype(), r.bool_roots, r.may_overflow, r.unsupported, r.unsupported_reasons,
                 r.raised, r.raised_messages, r.assignments, r.seconds, r.rate()
             );
+            // Every dtype is sent (weakint, int64, int32), and bool comparisons.
+            for d in IndexDtype::ALL {
+                let n = r.checked_by_dtype.get(&d).copied().unwrap_or(0);
+                assert!(n * 5 >= r.checked, "{d}: {n} of {}", r.checked);
+            }
+            assert!(r.bool_roots * 20 >= r.checked, "{r:?}");
+            assert!(!r.stopped_by_time);
             assert_eq!(r.cases, cases);
             // Almost every expression is checked, and tinygrad changes a third or more.
             assert!(r.checked * 10 >= cases * 9, "{r:?}");
@@ -127,6 +134,30 @@ fn a_wrong_div_rule_is_caught_with_a_small_counterexample() {
     if has_tinygrad("a_wrong_div_rule_is_caught_with_a_small_counterexample") {
         // (x + c) // d -> x // d + c // d drops the carry.
         caught("div-drop-carry", &["FLOORDIV", "ADD"]);
+    }
+}
+
+/// A time budget stops the run between batches of `BATCH` expressions, before `cases`.
+#[test]
+fn a_time_budget_stops_between_batches() {
+    if !has_tinygrad("a_time_budget_stops_between_batches") {
+        return;
+    }
+    let cfg = TinygradRulesConfig {
+        cases: 10_000_000,
+        time_budget: Some(Duration::from_secs(2)),
+        ..TinygradRulesConfig::default()
+    };
+    match check_tinygrad_rules("symbolic", &cfg) {
+        Ok(r) => {
+            eprintln!("{} expressions in {:.1} s", r.cases, r.seconds);
+            assert!(r.stopped_by_time, "{r:?}");
+            assert!(r.cases >= BATCH && r.cases % BATCH == 0, "{r:?}");
+            assert!(r.cases < 10_000_000);
+            // One batch may run past the budget, not more.
+            assert!(r.seconds < 2.0 + 30.0, "{r:?}");
+        }
+        Err(f) => panic!("{f}"),
     }
 }
 
@@ -229,6 +260,15 @@ fn fuzz_rules_cli_runs_tinygrads_rule_sets() {
     assert_eq!(ok.status.code(), Some(0), "{text}");
     assert!(
         text.contains("tinygrad:symbolic: 200 expressions"),
+        "{text}"
+    );
+    // The checked expressions per dtype, and which bridge and interpreter answered.
+    assert!(
+        text.contains("int64 as weakint") && text.contains("int32"),
+        "{text}"
+    );
+    assert!(
+        text.contains("bridge: ") && text.contains("rules.py under "),
         "{text}"
     );
     let bad = run("tinygrad:symbolic", Some("div-drop-carry"));

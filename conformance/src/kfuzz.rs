@@ -812,16 +812,28 @@ pub fn finding_case(f: &Finding) -> Option<Case> {
     })
 }
 
-/// Writes the finding's case as `kfuzz_<hash>.json` in `dir` (atomically; an existing file
-/// of that name is the same finding and is left alone).
+/// The name of a finding's case file: `kfuzz_<hash>.json`, the hash of the case without its
+/// description (which names the seed that found it), so one counterexample has one file
+/// whichever seed finds it, and two different ones have two.
+pub fn case_file_name(case: &Case) -> String {
+    let content = Case {
+        description: String::new(),
+        ..case.clone()
+    };
+    let text = serde_json::to_string(&content).unwrap_or_default();
+    let hash = Sha256::digest(text.as_bytes());
+    let name: String = hash.iter().take(6).map(|b| format!("{b:02x}")).collect();
+    format!("kfuzz_{name}.json")
+}
+
+/// Writes the finding's case as [`case_file_name`] in `dir` (atomically; an existing file
+/// of that name is the same counterexample and is left alone).
 fn write_case(dir: &Path, f: &Finding) -> Result<Option<PathBuf>, KFuzzError> {
     let Some(case) = finding_case(f) else {
         return Ok(None);
     };
     let text = serde_json::to_string_pretty(&case).unwrap_or_default() + "\n";
-    let hash = Sha256::digest(text.as_bytes());
-    let name: String = hash.iter().take(6).map(|b| format!("{b:02x}")).collect();
-    let path = dir.join(format!("kfuzz_{name}.json"));
+    let path = dir.join(case_file_name(&case));
     let io = |source| KFuzzError::Io {
         path: path.clone(),
         source,

@@ -110,6 +110,61 @@ fn fault_mod_drop_is_caught_on_kernels() {
     );
 }
 
+/// At the tensor level `x % c` is an elementwise op on whole tensors; the generator masks
+/// some dividends to a small range (`(t & m) % c`, as an index is), which is where
+/// `fault_mod_drop` (`x % c → x` for 0 ≤ x < 2c) matches: it is caught, shrunk to a small
+/// program, written as a case and replayed first.
+#[test]
+fn fault_mod_drop_is_caught_on_tensor_programs_shrunk_and_persisted() {
+    let dir = tempfile::tempdir().unwrap();
+    let with_dir = LevelConfig {
+        regressions: Some(dir.path().to_path_buf()),
+        ..cfg(2000)
+    };
+    // The fault's name is known only while it is on.
+    let c = expect_counterexample(with_fault(|| {
+        check_rules_on_tensors(&named("fault_mod_drop"), &with_dir)
+    }));
+    let text = c.to_string();
+    println!("{text}");
+    assert!(c.fired.contains_key("fault_mod_drop"), "{text}");
+    assert!(text.contains("tensor-level"), "{text}");
+    assert!(c.input.contains("mod("), "{text}");
+    assert!(c.detail.contains("bits"), "{text}");
+    assert_eq!(c.ub, LevelUb::None, "{text}");
+    assert!(
+        c.nodes_before <= 12,
+        "not shrunk: {} nodes\n{text}",
+        c.nodes_before
+    );
+    let path = c
+        .written_to
+        .clone()
+        .unwrap_or_else(|| panic!("not written: {text}"));
+    let case = uopkit_conformance::load::read_case(&path).unwrap();
+    assert!(case.tags.contains(&"fault_mod_drop".to_string()));
+    uopkit_conformance::run::check_oracle(&case).unwrap();
+    let replay_only = LevelConfig {
+        cases: 0,
+        ..with_dir.clone()
+    };
+    let again = expect_counterexample(with_fault(|| {
+        check_rules_on_tensors(&named("fault_mod_drop"), &replay_only)
+    }));
+    assert_eq!(again.replayed_from.as_deref(), Some(path.as_path()));
+}
+
+/// The real `symbolic` passes the same 2000 tensor programs, and its own range-dependent
+/// modulo rule (`mod_of_small`: `x % c → x` for 0 ≤ x < c) fires on them.
+#[test]
+fn symbolic_passes_the_tensor_budget_that_catches_fault_mod_drop() {
+    let r =
+        check_rules_on_tensors(&named("symbolic"), &cfg(2000)).unwrap_or_else(|e| panic!("{e}"));
+    println!("{r}");
+    assert_eq!(r.cases + r.skipped, 2000, "{r}");
+    assert!(r.hit("mod_of_small") > 0, "{r}");
+}
+
 #[test]
 fn a_wrong_rewriter_is_caught_on_kernels() {
     let rut = RuleUnderTest::closure("add_to_sub", add_to_sub);
@@ -174,4 +229,38 @@ fn a_wrong_rewriter_is_caught_on_tensor_programs_persisted_and_replayed() {
     let ok = check_rules_on_tensors(&fine, &replay_only).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!((ok.replayed, ok.cases), (1, 0));
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+}
+
+/// A file in the regressions folder that cannot be read as a case is not skipped: the check
+/// stops with a replay error naming it, at the tensor level and at the expression level.
+#[test]
+fn an_unreadable_regression_file_is_an_error_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("rule_add_to_sub_0001.json");
+    std::fs::write(&bad, "{ not a case").unwrap();
+    let rut = RuleUnderTest::closure("add_to_sub", add_to_sub);
+    let with_dir = LevelConfig {
+        regressions: Some(dir.path().to_path_buf()),
+        ..cfg(0)
+    };
+    match check_rules_on_tensors(&rut, &with_dir) {
+        Err(LevelError::Replay(m)) => {
+            assert!(
+                m.contains("rule_add_to_sub_0001.json") && m.contains("not replayed"),
+                "{m}"
+            )
+        }
+        other => panic!("expected a replay error, got {other:?}"),
+    }
+    let expr_cfg = uopkit_conformance::gen::rulecheck::CheckConfig {
+        cases: 0,
+        regressions: Some(dir.path().to_path_buf()),
+        ..Default::default()
+    };
+    match uopkit_conformance::gen::rulecheck::check_rules(&named("symbolic"), &expr_cfg) {
+        Err(uopkit_conformance::gen::rulecheck::CheckError::Replay(m)) => {
+            assert!(m.contains("rule_add_to_sub_0001.json"), "{m}")
+        }
+        other => panic!("expected a replay error, got {other:?}"),
+    }
 }

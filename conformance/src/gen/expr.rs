@@ -858,7 +858,7 @@ pub fn evaluate(
 pub type WithBuffers = (Graph, Vec<NodeId>, BTreeMap<NodeId, BufferInit>);
 
 /// The expression under `roots` as a tensor-level graph: each loop variable (`RANGE` of
-/// axis A) becomes an int64 BUFFER of slot A holding that variable's value in each of the
+/// axis A) becomes a BUFFER of slot A (of the RANGE's dtype, int64 as a rule) holding that variable's value in each of the
 /// assignments `which` (in order); every other node is kept. The roots' ids in the new
 /// graph and the buffers' contents come with it. (A rule counterexample is written as a
 /// case this way, `gen::rulecheck`.)
@@ -881,9 +881,11 @@ pub fn with_buffers(
             if !vars.contains_key(&axis) {
                 return Err(format!("RANGE {id}: axis {axis} is not a loop variable"));
             }
+            // The variable's own dtype (int64, or int32 for the tinygrad rule checker's
+            // lowered index arithmetic); its values 0..end fit either.
             let buf = t.add(Node {
                 op: Op::BUFFER,
-                dtype: Int64,
+                dtype: if n.dtype.is_int() { n.dtype } else { Int64 },
                 src: vec![],
                 arg: Arg::Buffer {
                     slot: axis as u32,
@@ -984,11 +986,11 @@ pub fn same_meaning(g: &Graph, a: NodeId, b: NodeId) -> Result<(), String> {
 mod tests {
     use super::*;
     use proptest::strategy::ValueTree;
-    use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+    use proptest::test_runner::{RngAlgorithm, TestRng, TestRunner};
 
     fn runner() -> TestRunner {
         TestRunner::new_with_rng(
-            Config::default(),
+            crate::gen::rules::fixed_config(256, u32::MAX),
             TestRng::from_seed(RngAlgorithm::ChaCha, &[7; 32]),
         )
     }

@@ -349,15 +349,21 @@ impl Default for CheckConfig {
     }
 }
 
-/// How a passing check went.
+/// How a passing check went, at any level: expressions ([`check_rules`]), or whole tensor
+/// programs and kernels (`rulecheck_levels`, where it is also called `LevelReport`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct CheckReport {
+pub struct RuleReport {
     pub name: String,
+    /// `expr` (the default, empty reads the same), `tensor` or `kernel`.
+    pub level: String,
     pub seed: u64,
-    /// Generated expressions checked.
+    /// Generated expressions or programs checked.
     pub cases: u32,
-    /// Expressions the rewrite changed (in either order).
+    /// Cases the rewrite changed (in either order).
     pub fired_cases: u32,
+    /// Programs not checked: the input itself does not run (a generator limit; tensor and
+    /// kernel levels only).
+    pub skipped: u32,
     /// Firings per rule, over all cases and both orders.
     pub hits: BTreeMap<String, usize>,
     /// Persisted counterexamples replayed (all passed).
@@ -365,17 +371,27 @@ pub struct CheckReport {
     pub elapsed: Duration,
 }
 
-impl CheckReport {
+/// The expression-level name of [`RuleReport`].
+pub type CheckReport = RuleReport;
+
+impl RuleReport {
     pub fn hit(&self, rule: &str) -> usize {
         self.hits.get(rule).copied().unwrap_or(0)
     }
 }
 
-impl fmt::Display for CheckReport {
+impl fmt::Display for RuleReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (what, skipped) = match self.level.as_str() {
+            "" | "expr" => ("expressions".to_string(), String::new()),
+            level => (
+                format!("{level}-level programs"),
+                format!(", {} skipped", self.skipped),
+            ),
+        };
         write!(
             f,
-            "{}: {} expressions (seed {:#x}), rewritten {} times, {} persisted counterexamples replayed, all exact, {:.1}s",
+            "{}: {} {what} (seed {:#x}), rewritten {} times{skipped}, {} persisted counterexamples replayed, all exact, {:.1}s",
             self.name,
             self.cases,
             self.seed,
@@ -846,21 +862,8 @@ pub(crate) fn file_stem(name: &str) -> String {
 /// names in order), as expressions again: each int64 buffer of slot A becomes the loop
 /// variable rA, running over 0..(its largest value + 1). A missing folder holds none.
 pub fn replay_cases(dir: &Path, name: &str) -> Result<Vec<(PathBuf, Expr)>, String> {
-    let entries = match std::fs::read_dir(dir) {
-        Ok(d) => d,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(vec![]),
-        Err(e) => return Err(format!("{}: {e}", dir.display())),
-    };
-    let mut paths: Vec<PathBuf> = entries
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
-    paths.sort();
     let mut out = vec![];
-    for path in paths {
-        let Ok(case) = crate::load::read_case(&path) else {
-            continue;
-        };
+    for (path, case) in persisted_cases(dir)? {
         if !(case.tags.iter().any(|t| t == "rule") && case.tags.iter().any(|t| t == name)) {
             continue;
         }
@@ -868,6 +871,38 @@ pub fn replay_cases(dir: &Path, name: &str) -> Result<Vec<(PathBuf, Expr)>, Stri
         out.push((path, e));
     }
     Ok(out)
+}
+
+/// The cases of `dir` (its `.json` files, in file-name order), for replaying persisted
+/// counterexamples (at every level). A missing folder holds none; a folder entry or file
+/// that cannot be read, or a `.json` file that is not a case, is an error naming the file
+/// and why: a regression file that does not replay must not pass silently.
+pub fn persisted_cases(dir: &Path) -> Result<Vec<(PathBuf, Case)>, String> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(d) => d,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(vec![]),
+        Err(e) => return Err(format!("{}: {e}", dir.display())),
+    };
+    let mut paths = vec![];
+    for entry in entries {
+        let path = entry
+            .map_err(|e| format!("{}: an entry cannot be read: {e}", dir.display()))?
+            .path();
+        if path.extension().is_some_and(|x| x == "json") {
+            paths.push(path);
+        }
+    }
+    paths.sort();
+    paths
+        .into_iter()
+        .map(|path| match crate::load::read_case(&path) {
+            Ok(case) => Ok((path, case)),
+            Err(e) => Err(format!(
+                "{}: not replayed, it cannot be read as a case: {e}",
+                path.display()
+            )),
+        })
+        .collect()
 }
 
 /// A rule-regression case's `input` output as an expression over loop variables.

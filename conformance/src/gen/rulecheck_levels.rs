@@ -34,7 +34,7 @@ use uopkit_interp::ir::{Arg, Op};
 
 use super::export::{export, fill_expect_from_oracle};
 use super::kernel::{self, KernelConfig, KernelRecipe};
-use super::rulecheck::RuleUnderTest;
+use super::rulecheck::{RuleReport, RuleUnderTest};
 use super::tensor::{build, Generated, Recipe, TensorConfig, STEP_WORDS};
 use crate::case::{Case, ErrorKind, ExpectError};
 use crate::inputs::SplitMix64;
@@ -92,52 +92,9 @@ impl Default for LevelConfig {
     }
 }
 
-/// How a passing check went.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct LevelReport {
-    pub name: String,
-    pub level: String,
-    pub seed: u64,
-    /// Programs checked.
-    pub cases: u32,
-    /// Programs the rewrite changed (in either order).
-    pub fired_cases: u32,
-    /// Programs not checked: the input itself does not run (a generator limit).
-    pub skipped: u32,
-    /// Firings per rule, over all programs and both orders.
-    pub hits: BTreeMap<String, usize>,
-    /// Persisted counterexamples replayed (all passed).
-    pub replayed: usize,
-    pub elapsed: Duration,
-}
-
-impl LevelReport {
-    pub fn hit(&self, rule: &str) -> usize {
-        self.hits.get(rule).copied().unwrap_or(0)
-    }
-}
-
-impl fmt::Display for LevelReport {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{}: {} {}-level programs (seed {:#x}), rewritten {} times, {} skipped, {} persisted counterexamples replayed, all exact, {:.1}s",
-            self.name,
-            self.cases,
-            self.level,
-            self.seed,
-            self.fired_cases,
-            self.skipped,
-            self.replayed,
-            self.elapsed.as_secs_f64()
-        )?;
-        if !self.hits.is_empty() {
-            let hits: Vec<String> = self.hits.iter().map(|(n, k)| format!("{n} {k}")).collect();
-            write!(f, "\n  hits: {}", hits.join(", "))?;
-        }
-        Ok(())
-    }
-}
+/// How a passing check went: [`RuleReport`] (one type for every level), `level` set to
+/// `tensor` or `kernel`.
+pub type LevelReport = RuleReport;
 
 /// What went wrong: which side errs, if one does.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -471,19 +428,8 @@ fn tensor_regression_case(
 
 /// The persisted tensor-level counterexamples of `name` in `dir` (file-name order).
 fn tensor_replays(dir: &Path, name: &str) -> Result<Vec<(PathBuf, Case)>, String> {
-    let entries = match std::fs::read_dir(dir) {
-        Ok(d) => d,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(vec![]),
-        Err(e) => return Err(format!("{}: {e}", dir.display())),
-    };
-    let mut paths: Vec<PathBuf> = entries
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
-    paths.sort();
-    Ok(paths
+    Ok(super::rulecheck::persisted_cases(dir)?
         .into_iter()
-        .filter_map(|p| crate::load::read_case(&p).ok().map(|c| (p, c)))
         .filter(|(_, c)| {
             c.tags.iter().any(|t| t == "rule-tensor") && c.tags.iter().any(|t| t == name)
         })
@@ -542,7 +488,15 @@ pub fn check_rules_on_tensors_with(
     };
     if let Some(dir) = &cfg.regressions {
         for (path, case) in tensor_replays(dir, rut.name()).map_err(LevelError::Replay)? {
-            if let Err(Some(f)) = check_tensor_case(rut, &case) {
+            let outcome = check_tensor_case(rut, &case);
+            if let Err(None) = outcome {
+                // Its input does not load or run: it was not replayed, and must not pass.
+                return Err(LevelError::Replay(format!(
+                    "{}: not replayed, the case's program does not load or run in the oracle",
+                    path.display()
+                )));
+            }
+            if let Err(Some(f)) = outcome {
                 let text = case.to_canonical_string();
                 let mut c = dress(
                     rut,

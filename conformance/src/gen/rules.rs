@@ -105,16 +105,38 @@ impl Default for PropertyConfig {
     }
 }
 
-/// A proptest runner with a fixed seed: the same cases on every run and machine; nothing
-/// is persisted.
-pub fn seeded_runner(cases: u32, seed: u64, max_shrink_iters: u32) -> TestRunner {
-    let config = Config {
+/// A proptest configuration with every field set here, none from the environment:
+/// `Config::default()` reads `PROPTEST_CASES`, `PROPTEST_MAX_SHRINK_ITERS`,
+/// `PROPTEST_MAX_SHRINK_TIME`, `PROPTEST_MAX_LOCAL_REJECTS`, `PROPTEST_MAX_GLOBAL_REJECTS`,
+/// `PROPTEST_MAX_FLAT_MAP_REGENS`, `PROPTEST_MAX_DEFAULT_SIZE_RANGE`, `PROPTEST_VERBOSE`,
+/// `PROPTEST_RNG_ALGORITHM` and `PROPTEST_RNG_SEED`, so a seeded run built on it would
+/// change with them. No `PROPTEST_*` variable changes a run of this configuration. (The
+/// workspace builds proptest without its `fork` and `timeout` features, so their fields
+/// do not exist; enabling them makes this fail to compile until they are set here too.)
+pub fn fixed_config(cases: u32, max_shrink_iters: u32) -> Config {
+    Config {
         cases,
-        max_shrink_iters,
+        max_local_rejects: 65_536,
+        max_global_rejects: 1024,
+        max_flat_map_regens: 1_000_000,
         failure_persistence: None,
+        source_file: None,
+        test_name: None,
+        max_shrink_time: 0,
+        max_shrink_iters,
+        max_default_size_range: 100,
+        result_cache: proptest::test_runner::noop_result_cache,
+        verbose: 0,
         rng_algorithm: RngAlgorithm::ChaCha,
-        ..Config::default()
-    };
+        rng_seed: proptest::test_runner::RngSeed::Random,
+        _non_exhaustive: (),
+    }
+}
+
+/// A proptest runner with a fixed seed: the same cases on every run and machine, whatever
+/// the `PROPTEST_*` environment variables say ([`fixed_config`]); nothing is persisted.
+pub fn seeded_runner(cases: u32, seed: u64, max_shrink_iters: u32) -> TestRunner {
+    let config = fixed_config(cases, max_shrink_iters);
     let mut bytes = [0u8; 32];
     bytes[..8].copy_from_slice(&seed.to_le_bytes());
     bytes[8..16].copy_from_slice(&(!seed).to_le_bytes());

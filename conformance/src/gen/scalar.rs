@@ -412,12 +412,8 @@ mod laws {
     fn check<T: Drawn + std::fmt::Debug + Clone, R: Into<TestResult>>(prop: fn(T) -> R) {
         use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
         let config = Config {
-            cases: 3000,
             max_global_rejects: 27_000,
-            max_shrink_iters: 4096,
-            failure_persistence: None,
-            rng_algorithm: RngAlgorithm::ChaCha,
-            ..Config::default()
+            ..crate::gen::rules::fixed_config(3000, 4096)
         };
         let seed = [0x5c; 32];
         let mut runner =

@@ -10,7 +10,8 @@
 //!
 //! Steps: buffers with known contents (small shapes, values that keep arithmetic away from
 //! overflow and undefined behaviour), elementwise ALU (division and shifts made safe:
-//! positive divisors, masked shift counts), WHERE, CAST/BITCAST, movement (reshape, permute,
+//! positive divisors, masked shift counts; a dividend is sometimes masked to a small
+//! non-negative range, as an index is), WHERE, CAST/BITCAST, movement (reshape, permute,
 //! pad, shrink, flip, expand, and *view chains*: permute/shrink/flip followed by a reshape,
 //! which needs `flat % d` index arithmetic), reductions, CONTIGUOUS, DETACH, COPY between
 //! `CPU:n` devices, clone, assign (whole or a slice), reading the latest contents, and —
@@ -38,8 +39,11 @@ use crate::inputs::SplitMix64;
 
 use DType::*;
 
-/// Words per step.
-pub const STEP_WORDS: usize = 6;
+/// Words per step. A choice past a step's words reads 0 (the first option), so there are
+/// enough for the longest step (a binary op on a picked tensor with a partner, its op, a
+/// division's kind, divisor and dividend mask: about 11); with 6, a step's later choices
+/// were nearly always the first (a division was `cdiv` by 2).
+pub const STEP_WORDS: usize = 12;
 /// One step of a recipe.
 pub type StepCode = [u32; STEP_WORDS];
 
@@ -519,6 +523,17 @@ impl Builder<'_> {
                             };
                             (Operand::Scalar(Scalar::Int(v)), v.to_string())
                         }
+                    };
+                    // Index-like dividends: a value masked to 0..=m (m + 1 a power of two),
+                    // so its range is known and small, as an index's is. Rules that depend
+                    // on the dividend's range (`x % c → x` for 0 ≤ x < c, and their wrong
+                    // variants) match only such dividends; a buffer's element has its
+                    // dtype's whole range.
+                    let (a, an) = if c.chance(35) {
+                        let m = c.pick(&[3i128, 7, 15, 1]);
+                        (a.and(Scalar::Int(m))?, format!("({an} & {m})"))
+                    } else {
+                        (a, an)
                     };
                     let r = match which {
                         "cdiv" => a.cdiv(d)?,

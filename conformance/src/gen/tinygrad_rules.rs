@@ -7,13 +7,18 @@
 //! * [`check_tinygrad_rules`] runs a seeded budget of expressions; a failure is shrunk by
 //!   proptest (the tape of [`super::expr`]) to a small [`Counterexample`] and written as a
 //!   regression case (see [`counterexample_case`]).
-//! * The expressions ([`index_arith`]) are int64 index arithmetic as tinygrad's kernels have
-//!   it: `RANGE`s with small ends, `+ - *` and `max` with small constants, floor and C
-//!   division and modulo by non-zero constants, comparisons and `where`. They are sent with
-//!   int64 mapped to tinygrad's `weakint` (the dtype of tinygrad's index arithmetic, which
-//!   its div/mod folding matches; see rules.py); weakint is unbounded and int64 wraps, so
-//!   an expression whose intermediate values could leave ±2^62 ([`fits_int64`]) is not sent.
-//!   Every assignment of the variables is evaluated (at most 8·8·8 = 512).
+//! * The expressions ([`index_arith`]) are index arithmetic as tinygrad's kernels have it:
+//!   `RANGE`s with small ends, `+ - *` and `max` with small constants, floor and C division
+//!   and modulo by non-zero constants, comparisons (bool roots) and `where`. Each is in one
+//!   [`IndexDtype`]: int64 sent as tinygrad's `weakint` (the dtype of tinygrad's index
+//!   arithmetic, which its general div/mod folding matches; see rules.py), int64 sent as
+//!   tinygrad's concrete `int64`, or int32 (`dtypes.int`, the lowered index dtype, int32
+//!   `RANGE`s). weakint is unbounded, tinygrad's rules treat int64/int32 as not
+//!   overflowing, and uopkit's integers wrap, so an expression whose intermediate values
+//!   could leave ±2^(bits−2) ([`fits`]) is not sent. Every assignment of the variables is
+//!   evaluated (at most 8·8·8 = 512).
+//! * A run is a sequence of seeded batches ([`BATCH`]); a time budget stops it between
+//!   batches.
 //! * The bridge is a child process (never the oracle's): its death, a timeout or a broken
 //!   answer is a [`RulesError`], never a panic.
 
@@ -46,6 +51,10 @@ pub struct TinygradRulesConfig {
     /// Expressions generated (each sent once; shrinking sends more).
     pub cases: u32,
     pub seed: u64,
+    /// No batch of [`BATCH`] expressions starts after this (None: no limit).
+    pub time_budget: Option<Duration>,
+    /// The dtypes expressions are generated in (each expression in one, drawn uniformly).
+    pub dtypes: Vec<IndexDtype>,
     /// Shrinking steps proptest may take on a failure.
     pub max_shrink_iters: u32,
     /// A deliberately wrong tinygrad rule to switch on in the bridge (`--wrong NAME`:
@@ -65,6 +74,8 @@ impl Default for TinygradRulesConfig {
         TinygradRulesConfig {
             cases: 1000,
             seed: 0x7196_2026,
+            time_budget: None,
+            dtypes: IndexDtype::ALL.to_vec(),
             max_shrink_iters: 2048,
             fault: None,
             case_dir: None,
@@ -80,11 +91,15 @@ pub struct Report {
     pub rule_set: String,
     /// Expressions generated.
     pub cases: u32,
-    /// Sent to tinygrad and checked (the rest could overflow int64 and were not sent).
+    /// Sent to tinygrad and checked (the rest could overflow and were not sent).
     pub checked: u32,
+    /// Of those, per dtype.
+    pub checked_by_dtype: BTreeMap<IndexDtype, u32>,
+    /// Of those, the ones whose value is a bool (a comparison).
+    pub bool_roots: u32,
     /// Of those, the ones tinygrad changed.
     pub rewritten: u32,
-    /// Skipped because their values could leave int64 (see [`fits_int64`]).
+    /// Skipped because their values could leave their dtype (see [`fits`]).
     pub may_overflow: u32,
     /// Answered `unsupported` (an op or dtype either side cannot map), with the first reasons.
     pub unsupported: u32,
@@ -95,9 +110,20 @@ pub struct Report {
     /// Variable assignments evaluated (before and after each).
     pub assignments: u64,
     pub seconds: f64,
+    /// The time budget ran out before `cases` expressions.
+    pub stopped_by_time: bool,
 }
 
 impl Report {
+    /// The checked expressions per dtype, as `int32 12, int64 40, …`.
+    pub fn by_dtype(&self) -> String {
+        self.checked_by_dtype
+            .iter()
+            .map(|(d, n)| format!("{d} {n}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
     /// Expressions checked per second.
     pub fn rate(&self) -> f64 {
         self.checked as f64 / self.seconds.max(1e-9)
@@ -109,6 +135,8 @@ impl Report {
 pub struct Counterexample {
     pub rule_set: String,
     pub fault: Option<String>,
+    /// How the expression's integers were sent.
+    pub dtype: IndexDtype,
     /// The expression sent and what tinygrad made of it (`show` form).
     pub before: String,
     pub after: String,
@@ -124,10 +152,11 @@ impl std::fmt::Display for Counterexample {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "tinygrad's {}{} changes the meaning of an expression ({} nodes):\n  before: {}\n  after:  {}\n  {}",
+            "tinygrad's {}{} changes the meaning of an expression ({} nodes, sent as {}):\n  before: {}\n  after:  {}\n  {}",
             self.rule_set,
             self.fault.as_deref().map(|n| format!(" (with the wrong rule {n})")).unwrap_or_default(),
             self.nodes,
+            self.dtype,
             self.before,
             self.after,
             self.message
@@ -188,14 +217,24 @@ fn repo_root() -> PathBuf {
 
 /// The interpreter the bridge runs under (see [`TinygradRulesConfig::python`]).
 pub fn python(cfg: &TinygradRulesConfig) -> String {
+    python_origin(cfg).0
+}
+
+/// The interpreter the bridge runs under and where that choice came from
+/// (`the configuration`, `UOPKIT_TINYGRAD_PYTHON`, `the repository's .venv`, `PATH`), for
+/// reports: a run under a modified tinygrad should say so.
+pub fn python_origin(cfg: &TinygradRulesConfig) -> (String, &'static str) {
     if let Some(p) = &cfg.python {
-        return p.clone();
+        return (p.clone(), "the configuration");
     }
     let venv = repo_root().join(".venv").join("bin").join("python");
     match std::env::var("UOPKIT_TINYGRAD_PYTHON") {
-        Ok(p) if !p.is_empty() => p,
-        _ if venv.is_file() => venv.to_string_lossy().into_owned(),
-        _ => "python3".to_string(),
+        Ok(p) if !p.is_empty() => (p, "UOPKIT_TINYGRAD_PYTHON"),
+        _ if venv.is_file() => (
+            venv.to_string_lossy().into_owned(),
+            "the repository's .venv",
+        ),
+        _ => ("python3".to_string(), "PATH"),
     }
 }
 
@@ -350,14 +389,20 @@ impl RulesBridge {
         let _ = self.child.kill();
     }
 
-    /// Sends `e` to be rewritten by `rule_set` (int64 as tinygrad's weakint).
-    pub fn rewrite(&mut self, rule_set: &str, e: &Expr) -> Result<Rewritten, RulesError> {
+    /// Sends `e` to be rewritten by `rule_set`, its integers as `dtype` says (int64 as
+    /// tinygrad's weakint, or as a concrete int64 / int32).
+    pub fn rewrite(
+        &mut self,
+        rule_set: &str,
+        e: &Expr,
+        dtype: IndexDtype,
+    ) -> Result<Rewritten, RulesError> {
         let (nodes, _, file_id) = super::export::graph_nodes(&e.graph, &[e.root]);
         let id = self.next_id;
         self.next_id += 1;
         let req = json!({
             "type": "rewrite", "id": id, "rule_set": rule_set,
-            "graph": nodes, "roots": [file_id[&e.root]], "weak": ["int64"],
+            "graph": nodes, "roots": [file_id[&e.root]], "weak": dtype.weak(),
         });
         let a = self.exchange(&req)?;
         if a.get("id").and_then(Json::as_u64) != Some(id) {
@@ -485,14 +530,72 @@ pub fn merged(before: &Expr, after: &Graph, root: NodeId) -> (Graph, NodeId) {
 // ------------------------------------------------------------------------------------------
 // Expressions
 
-/// The loop variables of [`index_arith`]: up to three axes with ends in 1..=8.
-fn ranged_var(b: &mut ExprBuilder, ends: &[i64]) -> NodeId {
-    let k = b.c.below(ends.len());
-    b.range(k, ends[k])
+/// The dtype an expression's index arithmetic is in, and how it is sent to tinygrad.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum IndexDtype {
+    /// uopkit int64, sent as tinygrad's `weakint` (the dtype of its index arithmetic before
+    /// lowering; the general div/mod folding matches only it).
+    WeakInt64,
+    /// uopkit int64 as tinygrad's `int64` (a concrete dtype: index arithmetic after lowering
+    /// when an index can leave int32).
+    Int64,
+    /// uopkit int32 as tinygrad's `int32` (`dtypes.int`, the usual lowered index dtype):
+    /// loop variables are int32 `RANGE`s.
+    Int32,
 }
 
-/// A small int64 constant (never an edge value: weakint and int64 agree on it).
-fn small_const(b: &mut ExprBuilder) -> NodeId {
+impl IndexDtype {
+    pub const ALL: [IndexDtype; 3] = [IndexDtype::WeakInt64, IndexDtype::Int64, IndexDtype::Int32];
+
+    /// The uopkit dtype of the expression's integers.
+    pub fn dtype(self) -> DType {
+        match self {
+            IndexDtype::WeakInt64 | IndexDtype::Int64 => Int64,
+            IndexDtype::Int32 => Int32,
+        }
+    }
+
+    /// The request's `weak` list (rules.py): the uopkit dtypes built as `weakint`.
+    pub fn weak(self) -> &'static [&'static str] {
+        match self {
+            IndexDtype::WeakInt64 => &["int64"],
+            IndexDtype::Int64 | IndexDtype::Int32 => &[],
+        }
+    }
+
+    /// How reports name it.
+    pub fn label(self) -> &'static str {
+        match self {
+            IndexDtype::WeakInt64 => "int64 as weakint",
+            IndexDtype::Int64 => "int64",
+            IndexDtype::Int32 => "int32",
+        }
+    }
+}
+
+impl std::fmt::Display for IndexDtype {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.label())
+    }
+}
+
+/// An expression of [`index_arith`] with the dtype it is sent as.
+#[derive(Clone, Debug)]
+pub struct IndexExpr {
+    pub expr: Expr,
+    pub dtype: IndexDtype,
+}
+
+/// The loop variables of [`index_arith`]: up to three axes with ends in 1..=8, `RANGE`s of
+/// the expression's dtype (the end a constant of it too).
+fn ranged_var(b: &mut ExprBuilder, dt: DType, ends: &[i64]) -> NodeId {
+    let k = b.c.below(ends.len());
+    let end = b.int(dt, ends[k] as i128);
+    b.node(Op::RANGE, dt, vec![end], Arg::Index(k))
+}
+
+/// A small constant (never an edge value: weakint, int64 and int32 agree on it).
+fn small_const(b: &mut ExprBuilder, dt: DType) -> NodeId {
     let v = match b.c.below(6) {
         0 => b.c.below(5) as i128,
         1 => b.c.pick(&[2i128, 3, 4, 6, 8, 16]),
@@ -500,37 +603,37 @@ fn small_const(b: &mut ExprBuilder) -> NodeId {
         3 => b.c.range(5, 40) as i128,
         _ => b.c.below(10) as i128,
     };
-    b.int(Int64, v)
+    b.int(dt, v)
 }
 
 /// A non-zero divisor: mostly small positive, sometimes negative.
-fn divisor(b: &mut ExprBuilder) -> NodeId {
+fn divisor(b: &mut ExprBuilder, dt: DType) -> NodeId {
     let v = match b.c.below(8) {
         0 => -(b.c.range(1, 5) as i128),
         1 => b.c.range(5, 24) as i128,
         _ => b.c.pick(&[2i128, 3, 4, 2, 8, 5, 6, 1]),
     };
-    b.int(Int64, v)
+    b.int(dt, v)
 }
 
 const DIVS: &[Op] = &[Op::FLOORDIV, Op::FLOORMOD, Op::CDIV, Op::CMOD];
 
-/// An int64 index expression at most `depth` deep.
-fn int_expr(b: &mut ExprBuilder, ends: &[i64], depth: usize) -> NodeId {
-    let e = int_inner(b, ends, depth);
+/// An index expression of `dt` at most `depth` deep.
+fn int_expr(b: &mut ExprBuilder, dt: DType, ends: &[i64], depth: usize) -> NodeId {
+    let e = int_inner(b, dt, ends, depth);
     b.pool.push(e);
     e
 }
 
-fn int_inner(b: &mut ExprBuilder, ends: &[i64], depth: usize) -> NodeId {
+fn int_inner(b: &mut ExprBuilder, dt: DType, ends: &[i64], depth: usize) -> NodeId {
     if depth == 0 || !b.c.chance(80) {
         return match b.c.weighted(&[6, 2, 2]) {
-            1 => small_const(b),
+            1 => small_const(b, dt),
             2 if !b.pool.is_empty() => {
                 let i = b.c.below(b.pool.len());
                 b.pool[i]
             }
-            _ => ranged_var(b, ends),
+            _ => ranged_var(b, dt, ends),
         };
     }
     let d = depth - 1;
@@ -538,31 +641,31 @@ fn int_inner(b: &mut ExprBuilder, ends: &[i64], depth: usize) -> NodeId {
         // a op b (+ - * max)
         0 => {
             let op = b.c.pick(&[Op::ADD, Op::SUB, Op::MUL, Op::ADD, Op::MAX]);
-            let x = int_expr(b, ends, d);
+            let x = int_expr(b, dt, ends, d);
             let y = if op == Op::MUL && b.c.chance(60) {
-                small_const(b)
+                small_const(b, dt)
             } else {
-                int_expr(b, ends, d)
+                int_expr(b, dt, ends, d)
             };
             b.bin(op, x, y)
         }
         // x / c, x % c
         1 => {
             let op = b.c.pick(DIVS);
-            let x = int_expr(b, ends, d);
-            let k = divisor(b);
+            let x = int_expr(b, dt, ends, d);
+            let k = divisor(b, dt);
             b.bin(op, x, k)
         }
         // (a*c + b) op c
         2 => {
             let op = b.c.pick(DIVS);
-            let a = int_expr(b, ends, d);
-            let k = divisor(b);
+            let a = int_expr(b, dt, ends, d);
+            let k = divisor(b, dt);
             let m = b.bin(Op::MUL, a, k);
             let s = if b.c.chance(25) {
                 m
             } else {
-                let y = int_expr(b, ends, d);
+                let y = int_expr(b, dt, ends, d);
                 if b.c.chance(50) {
                     b.bin(Op::ADD, y, m)
                 } else {
@@ -573,8 +676,8 @@ fn int_inner(b: &mut ExprBuilder, ends: &[i64], depth: usize) -> NodeId {
         }
         // (x op c1) op c2, and x%c + (x/c)*c
         3 => {
-            let x = int_expr(b, ends, d);
-            let (k1, k2) = (divisor(b), divisor(b));
+            let x = int_expr(b, dt, ends, d);
+            let (k1, k2) = (divisor(b, dt), divisor(b, dt));
             if b.c.chance(30) {
                 let (m, q) =
                     b.c.pick(&[(Op::FLOORMOD, Op::FLOORDIV), (Op::CMOD, Op::CDIV)]);
@@ -589,67 +692,80 @@ fn int_inner(b: &mut ExprBuilder, ends: &[i64], depth: usize) -> NodeId {
         }
         // where(cmp, a, b)
         4 => {
-            let c = cmp_expr(b, ends, d);
-            let x = int_expr(b, ends, d);
-            let y = int_expr(b, ends, d);
+            let c = cmp_expr(b, dt, ends, d);
+            let x = int_expr(b, dt, ends, d);
+            let y = int_expr(b, dt, ends, d);
             b.wher(c, x, y)
         }
         // (v + k) op d: a loop variable plus a constant, divided (the carry across d)
         6 => {
-            let v = ranged_var(b, ends);
-            let k = small_const(b);
+            let v = ranged_var(b, dt, ends);
+            let k = small_const(b, dt);
             let x = b.bin(Op::ADD, v, k);
             let op = b.c.pick(DIVS);
-            let dv = divisor(b);
+            let dv = divisor(b, dt);
             b.bin(op, x, dv)
         }
         // negation, the lowering's flip
         _ => {
-            let x = int_expr(b, ends, d);
-            let m1 = b.int(Int64, -1);
+            let x = int_expr(b, dt, ends, d);
+            let m1 = b.int(dt, -1);
             b.bin(Op::MUL, x, m1)
         }
     }
 }
 
-/// A comparison of index expressions (and/or of two).
-fn cmp_expr(b: &mut ExprBuilder, ends: &[i64], d: usize) -> NodeId {
+/// A comparison of index expressions (and/or of two): a bool.
+fn cmp_expr(b: &mut ExprBuilder, dt: DType, ends: &[i64], d: usize) -> NodeId {
     let op = b.c.pick(&[Op::CMPLT, Op::CMPNE, Op::CMPEQ, Op::CMPLT]);
-    let x = int_expr(b, ends, d);
+    let x = int_expr(b, dt, ends, d);
     let y = if b.c.chance(60) {
-        small_const(b)
+        small_const(b, dt)
     } else {
-        int_expr(b, ends, d)
+        int_expr(b, dt, ends, d)
     };
     let c = b.bin(op, x, y);
     if d > 0 && b.c.chance(20) {
-        let other = cmp_expr(b, ends, d - 1);
+        let other = cmp_expr(b, dt, ends, d - 1);
         let j = b.c.pick(&[Op::AND, Op::OR]);
         return b.bin(j, c, other);
     }
     c
 }
 
-/// Index arithmetic over 1–3 loop variables (ends 1..=8): int64, or a comparison of it.
-pub fn index_arith() -> impl Strategy<Value = Expr> {
-    tape(64).prop_map(|t| {
+/// Index arithmetic over 1–3 loop variables (ends 1..=8) in one of `dtypes` (drawn
+/// uniformly; empty: [`IndexDtype::WeakInt64`]): an integer expression (with `where`s of
+/// comparisons inside), or a bool comparison of it.
+pub fn index_arith(dtypes: &[IndexDtype]) -> impl Strategy<Value = IndexExpr> {
+    let dtypes: Vec<IndexDtype> = if dtypes.is_empty() {
+        vec![IndexDtype::WeakInt64]
+    } else {
+        dtypes.to_vec()
+    };
+    tape(64).prop_map(move |t| {
         let mut b = ExprBuilder::new(&t, super::expr::ExprConfig::default());
+        let kind = b.c.pick(&dtypes);
+        let dt = kind.dtype();
         let n = 1 + b.c.below(3);
         let ends: Vec<i64> = (0..n).map(|_| b.c.range(1, 8)).collect();
         let root = if b.c.chance(15) {
-            cmp_expr(&mut b, &ends, 3)
+            cmp_expr(&mut b, dt, &ends, 3)
         } else {
-            int_expr(&mut b, &ends, 4)
+            int_expr(&mut b, dt, &ends, 4)
         };
-        b.finish(root)
+        IndexExpr {
+            expr: b.finish(root),
+            dtype: kind,
+        }
     })
 }
 
-/// Whether every int64 value `e` computes stays within ±2^62 for every assignment, by
-/// interval arithmetic (conservative): then tinygrad's unbounded weakint and uopkit's
-/// wrapping int64 give the same values.
-pub fn fits_int64(e: &Expr) -> bool {
-    const LIM: i128 = 1 << 62;
+/// Whether every integer value `e` computes stays within ±2^(bits−2) of its dtype (±2^62
+/// for int64, ±2^30 for int32) for every assignment, by interval arithmetic
+/// (conservative): then no operation wraps, and tinygrad's unbounded weakint (or its
+/// concrete int64/int32, whose rules assume no overflow) and uopkit's wrapping integers
+/// give the same values.
+pub fn fits(e: &Expr) -> bool {
     let g = &e.graph;
     let mut iv: BTreeMap<NodeId, (i128, i128)> = BTreeMap::new();
     for id in g.reachable(&[e.root]) {
@@ -687,8 +803,14 @@ pub fn fits_int64(e: &Expr) -> bool {
             }
             _ => return false,
         };
-        if r.0 < -LIM || r.1 > LIM {
-            return false;
+        if n.dtype != Bool {
+            if !matches!(n.dtype, Int64 | Int32) {
+                return false;
+            }
+            let lim: i128 = 1 << (n.dtype.bits() - 2);
+            if r.0 < -lim || r.1 > lim {
+                return false;
+            }
         }
         iv.insert(id, r);
     }
@@ -698,126 +820,192 @@ pub fn fits_int64(e: &Expr) -> bool {
 // ------------------------------------------------------------------------------------------
 // The check
 
+/// Expressions per batch of a run: each batch is a seeded proptest run of its own (seed
+/// derived from [`TinygradRulesConfig::seed`] and the batch number), so a run is
+/// deterministic given (seed, cases), and a time budget stops it between batches.
+pub const BATCH: u32 = 256;
+
 /// Checks `rule_set` (one of rules.py's whitelist: `symbolic_simple`, `symbolic`, `sym`,
-/// `commutative`) on `cfg.cases` expressions from [`index_arith`], seeded. Ok with the
-/// report; a meaning-changing rewrite is shrunk and returned (and written as a case under
-/// `cfg.case_dir`).
+/// `commutative`) on `cfg.cases` expressions from [`index_arith`] (in `cfg.dtypes`),
+/// seeded, in batches of [`BATCH`]; with `cfg.time_budget`, no batch starts after it. Ok
+/// with the report; a meaning-changing rewrite is shrunk and returned (and written as a
+/// case under `cfg.case_dir`).
 pub fn check_tinygrad_rules(rule_set: &str, cfg: &TinygradRulesConfig) -> Result<Report, Failure> {
+    check_tinygrad_rules_with(rule_set, cfg, &mut |_| {})
+}
+
+/// [`check_tinygrad_rules`], calling `progress` after each batch.
+pub fn check_tinygrad_rules_with(
+    rule_set: &str,
+    cfg: &TinygradRulesConfig,
+    progress: &mut dyn FnMut(&Report),
+) -> Result<Report, Failure> {
     let bridge = RefCell::new(RulesBridge::start(cfg)?);
     let t0 = Instant::now();
     let report = RefCell::new(Report {
         rule_set: rule_set.to_string(),
         ..Report::default()
     });
-    let error: RefCell<Option<RulesError>> = RefCell::new(None);
-    let failing = RefCell::new(false);
-    let mut runner = seeded_runner(cfg.cases, cfg.seed, cfg.max_shrink_iters);
-    let result = runner.run(&index_arith(), |e| {
-        if error.borrow().is_some() {
-            return Ok(());
+    let strategy = index_arith(&cfg.dtypes);
+    let mut batch = 0u64;
+    loop {
+        let done = report.borrow().cases;
+        if done >= cfg.cases {
+            break;
         }
-        let counting = !*failing.borrow();
-        let mut rep = report.borrow_mut();
-        if counting {
-            rep.cases += 1;
+        if cfg.time_budget.is_some_and(|b| t0.elapsed() >= b) {
+            report.borrow_mut().stopped_by_time = true;
+            break;
         }
-        if !fits_int64(&e) {
+        let n = BATCH.min(cfg.cases - done);
+        let seed = cfg
+            .seed
+            .wrapping_add(batch.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+        batch += 1;
+        let error: RefCell<Option<RulesError>> = RefCell::new(None);
+        let failing = RefCell::new(false);
+        let mut runner = seeded_runner(n, seed, cfg.max_shrink_iters);
+        let result = runner.run(&strategy, |ie| {
+            if error.borrow().is_some() {
+                return Ok(());
+            }
+            let counting = !*failing.borrow();
+            let mut rep = report.borrow_mut();
             if counting {
-                rep.may_overflow += 1;
+                rep.cases += 1;
             }
-            return Ok(());
-        }
-        let answer = bridge.borrow_mut().rewrite(rule_set, &e);
-        let (g2, r2) = match answer {
-            Ok(Rewritten::To(g2, r2)) => (g2, r2),
-            Ok(Rewritten::Unsupported(why)) => {
+            let e = &ie.expr;
+            if !fits(e) {
                 if counting {
-                    rep.unsupported += 1;
-                    if rep.unsupported_reasons.len() < 5 {
-                        rep.unsupported_reasons.push(format!("{why} (on {e:?})"));
-                    }
+                    rep.may_overflow += 1;
                 }
                 return Ok(());
             }
-            Ok(Rewritten::Raised(m)) => {
-                if counting {
-                    rep.raised += 1;
-                    if rep.raised_messages.len() < 5 {
-                        rep.raised_messages.push(format!("{m} (on {e:?})"));
+            let answer = bridge.borrow_mut().rewrite(rule_set, e, ie.dtype);
+            let (g2, r2) = match answer {
+                Ok(Rewritten::To(g2, r2)) => (g2, r2),
+                Ok(Rewritten::Unsupported(why)) => {
+                    if counting {
+                        rep.unsupported += 1;
+                        if rep.unsupported_reasons.len() < 5 {
+                            rep.unsupported_reasons.push(format!("{why} (on {e:?})"));
+                        }
                     }
+                    return Ok(());
                 }
-                return Ok(());
+                Ok(Rewritten::Raised(m)) => {
+                    if counting {
+                        rep.raised += 1;
+                        if rep.raised_messages.len() < 5 {
+                            rep.raised_messages.push(format!("{m} (on {e:?})"));
+                        }
+                    }
+                    return Ok(());
+                }
+                Err(err) => {
+                    *error.borrow_mut() = Some(err);
+                    return Ok(());
+                }
+            };
+            let (g, after) = merged(e, &g2, r2);
+            if counting {
+                rep.checked += 1;
+                *rep.checked_by_dtype.entry(ie.dtype).or_insert(0) += 1;
+                if g.node(e.root).dtype == Bool {
+                    rep.bool_roots += 1;
+                }
+                rep.rewritten += (show(&g, after) != format!("{e:?}")) as u32;
+                if let Ok(vars) = loop_vars(&g, &[e.root, after]) {
+                    rep.assignments += assignments(&vars) as u64;
+                }
             }
-            Err(err) => {
-                *error.borrow_mut() = Some(err);
-                return Ok(());
+            same_meaning(&g, e.root, after).map_err(|m| {
+                *failing.borrow_mut() = true;
+                TestCaseError::fail(format!("{m}\n  after:  {}", show(&g, after)))
+            })
+        });
+        if let Some(err) = error.into_inner() {
+            return Err(Failure::Error(err));
+        }
+        report.borrow_mut().seconds = t0.elapsed().as_secs_f64();
+        match result {
+            Ok(()) => progress(&report.borrow()),
+            Err(TestError::Abort(why)) => {
+                return Err(Failure::Error(RulesError::Child(format!(
+                    "the property run aborted: {why}"
+                ))))
             }
-        };
-        let (g, after) = merged(&e, &g2, r2);
-        if counting {
-            rep.checked += 1;
-            rep.rewritten += (show(&g, after) != format!("{e:?}")) as u32;
-            if let Ok(vars) = loop_vars(&g, &[e.root, after]) {
-                rep.assignments += assignments(&vars) as u64;
+            Err(TestError::Fail(_, ie)) => {
+                let mut b = bridge.into_inner();
+                return Err(shrunk_counterexample(&mut b, rule_set, cfg, &ie));
             }
         }
-        same_meaning(&g, e.root, after).map_err(|m| {
-            *failing.borrow_mut() = true;
-            TestCaseError::fail(format!("{m}\n  after:  {}", show(&g, after)))
-        })
-    });
-    if let Some(err) = error.into_inner() {
-        return Err(Failure::Error(err));
     }
     let mut report = report.into_inner();
     report.seconds = t0.elapsed().as_secs_f64();
-    match result {
-        Ok(()) => Ok(report),
-        Err(TestError::Abort(why)) => Err(Failure::Error(RulesError::Child(format!(
-            "the property run aborted: {why}"
-        )))),
-        Err(TestError::Fail(_, e)) => {
-            let mut b = bridge.into_inner();
-            let e = shrink_expr(&e, 4000, &mut |x: &Expr| fails(&mut b, rule_set, x))?;
-            // The shrunk expression, sent once more for its rewritten form and message.
-            let (g, after) = match b.rewrite(rule_set, &e)? {
-                Rewritten::To(g2, r2) => merged(&e, &g2, r2),
-                _ => {
-                    return Err(Failure::Error(RulesError::Child(
-                        "the shrunk counterexample was not rewritten the second time".into(),
-                    )))
-                }
-            };
-            let message = same_meaning(&g, e.root, after)
-                .err()
-                .unwrap_or_else(|| "the second rewrite kept the meaning".into());
-            let mut cx = Counterexample {
-                rule_set: rule_set.to_string(),
-                fault: cfg.fault.clone(),
-                before: format!("{e:?}"),
-                after: show(&g, after),
-                message,
-                nodes: e.size(),
-                case_path: None,
-            };
-            if let Some(dir) = &cfg.case_dir {
-                let case = counterexample_case(&e, &cx).map_err(RulesError::Write)?;
-                let path = crate::fuzz::write_new(dir, "tinygrad_rules", &case)
-                    .map_err(|err| RulesError::Write(err.to_string()))?;
-                cx.case_path = Some(path);
-            }
-            Err(Failure::Counterexample(Box::new(cx)))
-        }
-    }
+    Ok(report)
 }
 
-/// Whether `rule_set` changes the meaning of `e` (false when `e` could overflow, or tinygrad
-/// does not answer with an expression).
-fn fails(b: &mut RulesBridge, rule_set: &str, e: &Expr) -> Result<bool, RulesError> {
-    if !fits_int64(e) {
+/// The failure proptest found (`ie`, already shrunk on its tape), shrunk further, sent once
+/// more for its rewritten form, and written as a case under `cfg.case_dir`.
+fn shrunk_counterexample(
+    b: &mut RulesBridge,
+    rule_set: &str,
+    cfg: &TinygradRulesConfig,
+    ie: &IndexExpr,
+) -> Failure {
+    let dtype = ie.dtype;
+    let e = match shrink_expr(&ie.expr, 4000, &mut |x: &Expr| fails(b, rule_set, x, dtype)) {
+        Ok(e) => e,
+        Err(err) => return Failure::Error(err),
+    };
+    let (g, after) = match b.rewrite(rule_set, &e, dtype) {
+        Ok(Rewritten::To(g2, r2)) => merged(&e, &g2, r2),
+        Ok(_) => {
+            return Failure::Error(RulesError::Child(
+                "the shrunk counterexample was not rewritten the second time".into(),
+            ))
+        }
+        Err(err) => return Failure::Error(err),
+    };
+    let message = same_meaning(&g, e.root, after)
+        .err()
+        .unwrap_or_else(|| "the second rewrite kept the meaning".into());
+    let mut cx = Counterexample {
+        rule_set: rule_set.to_string(),
+        fault: cfg.fault.clone(),
+        dtype,
+        before: format!("{e:?}"),
+        after: show(&g, after),
+        message,
+        nodes: e.size(),
+        case_path: None,
+    };
+    if let Some(dir) = &cfg.case_dir {
+        let case = match counterexample_case(&e, &cx) {
+            Ok(c) => c,
+            Err(m) => return Failure::Error(RulesError::Write(m)),
+        };
+        match crate::fuzz::write_new(dir, "tinygrad_rules", &case) {
+            Ok(path) => cx.case_path = Some(path),
+            Err(err) => return Failure::Error(RulesError::Write(err.to_string())),
+        }
+    }
+    Failure::Counterexample(Box::new(cx))
+}
+
+/// Whether `rule_set` changes the meaning of `e` sent as `dtype` (false when `e` could
+/// overflow, or tinygrad does not answer with an expression).
+fn fails(
+    b: &mut RulesBridge,
+    rule_set: &str,
+    e: &Expr,
+    dtype: IndexDtype,
+) -> Result<bool, RulesError> {
+    if !fits(e) {
         return Ok(false);
     }
-    Ok(match b.rewrite(rule_set, e)? {
+    Ok(match b.rewrite(rule_set, e, dtype)? {
         Rewritten::To(g2, r2) => {
             let (g, after) = merged(e, &g2, r2);
             same_meaning(&g, e.root, after).is_err()
@@ -859,7 +1047,7 @@ fn replaced(e: &Expr, at: NodeId, by: NodeId) -> Expr {
 }
 
 /// Greedy shrinking of a failing expression after proptest's (which works on the tape): a
-/// node is replaced by one of its sources of the same dtype, or an int64 node by 0 or 1,
+/// node is replaced by one of its sources of the same dtype, or an integer node by 0 or 1,
 /// while `still_fails`; at most `budget` checks.
 pub fn shrink_expr(
     e: &Expr,
@@ -881,12 +1069,12 @@ pub fn shrink_expr(
                 .copied()
                 .filter(|&s| cur.graph.node(s).dtype == n.dtype)
                 .collect();
-            if n.dtype == Int64 {
+            if matches!(n.dtype, Int64 | Int32) {
                 let mut g = cur.graph.clone();
                 for v in [0u64, 1] {
                     cands.push(g.add(Node {
                         op: Op::CONST,
-                        dtype: Int64,
+                        dtype: n.dtype,
                         src: vec![],
                         arg: Arg::Const(v),
                     }));
@@ -932,10 +1120,11 @@ pub fn counterexample_case(e: &Expr, cx: &Counterexample) -> Result<crate::Case,
         });
     }
     let description = format!(
-        "expected values from the oracle at discovery time (tinygrad rule regression): tinygrad 0.14.0's {}{} rewrote {} into {} ({}); the loop variables are input buffers r<axis> over all {m} assignments",
+        "expected values from the oracle at discovery time (tinygrad rule regression): tinygrad 0.14.0's {}{} rewrote {} (sent as {}) into {} ({}); the loop variables are input buffers r<axis> over all {m} assignments",
         cx.rule_set,
         cx.fault.as_deref().map(|f| format!(" with the deliberately wrong rule {f}")).unwrap_or_default(),
         cx.before,
+        cx.dtype,
         cx.after,
         cx.message
     );
@@ -956,19 +1145,22 @@ mod tests {
     use proptest::strategy::ValueTree;
 
     #[test]
-    fn generated_expressions_mostly_fit_int64_and_evaluate() {
+    fn generated_expressions_mostly_fit_and_evaluate() {
         let mut r = seeded_runner(1, 3, 0);
-        let s = index_arith();
+        let s = index_arith(&IndexDtype::ALL);
         let (mut fit, mut divs) = (0, 0);
+        let mut kinds = std::collections::BTreeSet::new();
         for _ in 0..300 {
-            let e = s.new_tree(&mut r).unwrap().current();
+            let ie = s.new_tree(&mut r).unwrap().current();
+            kinds.insert(ie.dtype);
+            let e = ie.expr;
             let g = &e.graph;
             divs += g
                 .reachable(&[e.root])
                 .iter()
                 .filter(|&&n| DIVS.contains(&g.node(n).op))
                 .count();
-            if fits_int64(&e) {
+            if fits(&e) {
                 fit += 1;
                 let vars = loop_vars(g, &[e.root]).unwrap();
                 assert!(assignments(&vars) <= 512);
@@ -977,10 +1169,11 @@ mod tests {
             }
         }
         assert!(fit > 250 && divs > 300, "{fit} fit, {divs} div/mod nodes");
+        assert_eq!(kinds.len(), 3, "every dtype is drawn: {kinds:?}");
     }
 
     #[test]
-    fn fits_int64_rejects_a_product_that_overflows() {
+    fn fits_rejects_a_product_that_overflows() {
         let mut b = ExprBuilder::new(&[], super::super::expr::ExprConfig::default());
         let r = b.range(0, 4);
         let big = b.int(Int64, 1 << 40);
@@ -988,10 +1181,10 @@ mod tests {
         let m2 = b.bin(Op::MUL, m, big);
         let g = b.g;
         // 3·2^40 fits; 3·2^80 does not.
-        assert!(fits_int64(&Expr {
+        assert!(fits(&Expr {
             graph: g.clone(),
             root: m
         }));
-        assert!(!fits_int64(&Expr { graph: g, root: m2 }));
+        assert!(!fits(&Expr { graph: g, root: m2 }));
     }
 }
