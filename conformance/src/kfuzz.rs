@@ -215,7 +215,7 @@ pub enum KFuzzError {
     #[error("the C variant cannot run here: {0} (pass --no-c to fuzz without it)")]
     NoCompiler(String),
     /// The C variant's worker process did not start or answer its first request.
-    #[error("the C variant's worker did not start: {0} (pass --no-c to fuzz without it)")]
+    #[error("the C variant cannot run here: its worker did not start: {0} (pass --no-c to fuzz without it)")]
     Worker(String),
 }
 
