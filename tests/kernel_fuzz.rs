@@ -5,14 +5,20 @@
 //!   reduction leaves out the barrier after the partial sums) and `fault_local_misindex`
 //!   (a level of its tree reads the local buffer one element too low) — it finds the bug
 //!   within a small seed budget, names the pass `gpu_local_reduce`, shrinks the kernel, and
-//!   writes a kernel-level case that loads and that the oracle's trial reports as failing.
+//!   writes a kernel-level case that loads and that the oracle's trial reports as failing;
+//! * the C variant runs in a worker process (`uopkit` as the `cpu` worker): compiled kernels
+//!   that crash it (SIGSEGV) or hang past the time limit are `c` findings, the worker is
+//!   replaced and the run goes on, in this (the oracle's) process.
 
 use std::path::Path;
+use std::time::Duration;
 
 use uopkit_compiler::rewrite::faults;
+use uopkit_conformance::backends::process::Spawn;
 use uopkit_conformance::case::Case;
 use uopkit_conformance::kernel_case;
 use uopkit_conformance::kfuzz::{self, KFuzzOpts, KFuzzReport};
+use uopkit_conformance::worker::WORKER_ENV;
 
 mod common;
 
@@ -24,12 +30,27 @@ const CLEAN_PROGRAMS: u64 = 120;
 /// The fault must be found within this many kernels.
 const FAULT_BUDGET: u64 = 60;
 
+/// The C variant's worker: the `uopkit` binary serving `cpu` (this test binary cannot serve).
+fn worker(env: &[(&str, String)]) -> Spawn {
+    let mut env: Vec<(String, String)> = env
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.clone()))
+        .collect();
+    env.push((WORKER_ENV.to_string(), "cpu".to_string()));
+    Spawn {
+        program: env!("CARGO_BIN_EXE_uopkit").to_string(),
+        args: vec![],
+        env,
+    }
+}
+
 fn opts(dir: Option<&Path>, seed: u64, programs: u64) -> KFuzzOpts {
     KFuzzOpts {
         seconds: 600,
         seed,
         max_programs: Some(programs),
         out_dir: dir.map(Path::to_path_buf),
+        worker: Some(worker(&[])),
         ..KFuzzOpts::default()
     }
 }
@@ -187,4 +208,84 @@ fn the_cli_without_a_c_compiler_is_a_setup_error() {
     no_c.push("--no-c");
     let o = common::uopkit_with(&no_c, &[("UOPKIT_CC", "/nonexistent/cc")], &[]);
     assert_eq!(o.code, 0, "{}", o.all());
+}
+
+/// A C compiler wrapper for the worker: units that hold a kernel (named `kfuzz…`) get a
+/// constructor with `fault` added, so loading the compiled kernel crashes or hangs the
+/// process that loads it; the empty unit of the fuzzer's compiler check compiles as it is.
+fn faulty_cc(dir: &Path, fault: &str) -> Vec<(&'static str, String)> {
+    let script = dir.join("cc.sh");
+    let text = format!(
+        "#!/bin/sh\nsrc=$(cat)\ncase \"$src\" in\n  *kfuzz*) extra='{fault}' ;;\n  *) extra='' ;;\nesac\nprintf '%s\\n%s\\n' \"$src\" \"$extra\" | cc \"$@\"\n"
+    );
+    std::fs::write(&script, text).expect("write the wrapper");
+    let cache = dir.join("cache");
+    vec![
+        ("UOPKIT_CC", format!("sh {}", script.display())),
+        ("UOPKIT_CACHE_DIR", cache.to_string_lossy().into_owned()),
+    ]
+}
+
+const SEGV: &str = "#include <signal.h>\n__attribute__((constructor)) static void uopkit_test_fault(void) { signal(SIGSEGV, SIG_DFL); raise(SIGSEGV); }";
+const HANG: &str = "__attribute__((constructor)) static void uopkit_test_fault(void) { volatile int on = 1; while (on) {} }";
+
+/// Runs `programs` kernels with the worker's C compiler wrapped to add `fault`.
+fn run_with_faulty_c(
+    fault: &str,
+    programs: u64,
+    timeout: Duration,
+) -> (KFuzzReport, tempfile::TempDir) {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let env = faulty_cc(dir.path(), fault);
+    let out = dir.path().join("found");
+    let r = kfuzz::run(&KFuzzOpts {
+        max_failures: u64::MAX,
+        shrink_steps: 0,
+        c_timeout: timeout,
+        worker: Some(worker(&env)),
+        ..opts(Some(&out), CLEAN_SEED, programs)
+    })
+    .expect("runs");
+    (r, dir)
+}
+
+/// Compiled kernels that kill the worker with SIGSEGV are `c` findings; the worker is
+/// replaced after each and every kernel is still checked, here, where the oracle runs.
+#[test]
+fn a_crashing_compiled_kernel_is_a_c_finding_and_the_run_goes_on() {
+    let programs = 6;
+    let (r, _dir) = run_with_faulty_c(SEGV, programs, Duration::from_secs(60));
+    let text = summary(&r);
+    assert_eq!(r.programs, programs, "every kernel is checked:\n{text}");
+    assert!(
+        r.findings.len() >= 2,
+        "each kernel the C variant runs crashes its worker (a fresh worker each time):\n{text}"
+    );
+    for f in &r.findings {
+        assert_eq!(f.variant, "c", "{text}");
+        assert!(
+            f.detail.contains("the C worker failed") && f.detail.contains("SIGSEGV"),
+            "{text}"
+        );
+        // The case holds the reference program the C backend failed on: the oracle passes it.
+        let path = f.case_path.as_ref().expect("a case was written");
+        let case: Case =
+            serde_json::from_slice(&std::fs::read(path).expect("readable")).expect("a case file");
+        let body = case.kernel.as_ref().expect("a kernel-level case");
+        kernel_case::judge(&case, body).expect("the oracle's trial of the reference passes");
+    }
+}
+
+/// A compiled kernel that hangs is killed at the time limit and is a `c` finding.
+#[test]
+fn a_hanging_compiled_kernel_is_a_c_finding() {
+    let (r, _dir) = run_with_faulty_c(HANG, 3, Duration::from_secs(3));
+    let text = summary(&r);
+    assert_eq!(r.programs, 3, "{text}");
+    let f = r
+        .findings
+        .first()
+        .unwrap_or_else(|| panic!("no finding:\n{text}"));
+    assert_eq!(f.variant, "c", "{text}");
+    assert!(f.detail.contains("no answer within 3 s"), "{text}");
 }

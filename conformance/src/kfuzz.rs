@@ -18,7 +18,10 @@
 //!     `symbolic`), then the finishing ones, under every seed (a missing barrier shows as a
 //!     difference under some interleaving); `lift+gpu`: the same on the lifted reference;
 //!   - `c`: the reference rendered as C, compiled and run on the CPU runtime (kernels
-//!     without launch indices; in this process, under the runtime's FP-state guard);
+//!     without launch indices) in a worker process (the `cpu` backend answering the
+//!     protocol's `run_schedule` request, [`crate::worker`]), never in this one: a kernel
+//!     that crashes the worker, hangs past [`KFuzzOpts::c_timeout`] or changes its FP
+//!     control state is a `c` finding, the worker is replaced and the run goes on;
 //!   - `cuda`, `hip`: the `gpu` program rendered (a render error or an `#error` line is a
 //!     finding); nothing is compiled here (no GPU is assumed).
 //!
@@ -29,11 +32,11 @@
 //! atomically, never overwriting) whose expectations are the reference's outputs: for a pass
 //! finding the program is the optimized one, so the oracle's trial of the case fails (a wrong
 //! value, or poison read before a barrier); for a `c`/`cuda`/`hip` finding it is the reference
-//! program the backend failed on (which the oracle passes). The C variant runs in this process
-//! (see docs/robustness.md); a machine without a C compiler is [`KFuzzError::NoCompiler`].
+//! program the backend failed on (which the oracle passes). A machine without a C compiler is
+//! [`KFuzzError::NoCompiler`]; a worker that cannot start is [`KFuzzError::Worker`].
 //!
-//! Everything runs on the calling thread, so the compiler's thread-local test-only faults
-//! apply. The same seed and options give the same findings.
+//! Everything but the C variant runs on the calling thread, so the compiler's thread-local
+//! test-only faults apply. The same seed and options give the same findings.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -42,18 +45,20 @@ use sha2::{Digest, Sha256};
 use uopkit_compiler::kgraph::{lift, KernelGraph};
 use uopkit_compiler::linearize::linearize;
 use uopkit_compiler::optimize::{self, finishing, Pass, Target};
-use uopkit_compiler::render::{c_unit, CStyle, Renderer};
+use uopkit_compiler::render::{CStyle, Renderer};
 use uopkit_compiler::rewrite::engine::Order;
-use uopkit_compiler::runtime::CpuDevice;
 use uopkit_interp::eval::Elem;
 use uopkit_interp::ir::Op;
 use uopkit_interp::kernel::interp::{self, KernelError, RunOpts};
 use uopkit_interp::kernel::Program;
 
+use crate::backends::process::{Limits, ProcessBackend, Spawn};
+use crate::backends::{Backend, BackendError};
 use crate::case::{BufferExpect, Case, KernelBody, NanPolicy};
 use crate::gen::kernel::{self, Expr, KernelConfig, KernelRecipe, Stmt};
-use crate::protocol::{hex, program_json, BufferSpec, StepJson};
+use crate::protocol::{hex, parse_bits, program_json, BufferSpec, ScheduleRequest, StepJson};
 use crate::stages::GPU_SEEDS;
+use crate::worker::WORKER_ENV;
 
 /// What to fuzz and for how long.
 #[derive(Clone, Debug)]
@@ -72,6 +77,11 @@ pub struct KFuzzOpts {
     pub c_backend: bool,
     /// The most candidate recipes one shrink tries.
     pub shrink_steps: usize,
+    /// How the C variant's worker is started; None: this program (`current_exe`) with
+    /// `UOPKIT_WORKER_BACKEND=cpu` (a program that calls `registry::serve_if_worker` first).
+    pub worker: Option<Spawn>,
+    /// The C variant's limit per kernel: no answer in time is a `c` finding (a hang).
+    pub c_timeout: Duration,
 }
 
 impl Default for KFuzzOpts {
@@ -85,6 +95,8 @@ impl Default for KFuzzOpts {
             gen: KernelConfig::default(),
             c_backend: true,
             shrink_steps: 2000,
+            worker: None,
+            c_timeout: Duration::from_secs(30),
         }
     }
 }
@@ -202,6 +214,9 @@ pub enum KFuzzError {
     /// `UOPKIT_CC`): a setup problem, not a finding (`--no-c` runs without it).
     #[error("the C variant cannot run here: {0} (pass --no-c to fuzz without it)")]
     NoCompiler(String),
+    /// The C variant's worker process did not start or answer its first request.
+    #[error("the C variant cannot run here: its worker did not start: {0} (pass --no-c to fuzz without it)")]
+    Worker(String),
 }
 
 /// One kernel's failure before shrinking: variant, pass, detail, failing program.
@@ -215,12 +230,12 @@ struct Fail {
 
 /// Runs the fuzzer.
 pub fn run(opts: &KFuzzOpts) -> Result<KFuzzReport, KFuzzError> {
-    if opts.c_backend {
-        // An empty unit: compiles wherever a C compiler runs.
-        CpuDevice::get(0)
-            .compile(&c_unit(&[]))
-            .map_err(|e| KFuzzError::NoCompiler(e.to_string()))?;
-    }
+    let worker = if opts.c_backend {
+        Some(start_worker(opts)?)
+    } else {
+        None
+    };
+    let c = worker.as_ref();
     let start = Instant::now();
     let deadline = start + Duration::from_secs(opts.seconds);
     let mut report = KFuzzReport::default();
@@ -233,13 +248,13 @@ pub fn run(opts: &KFuzzOpts) -> Result<KFuzzReport, KFuzzError> {
         k += 1;
         report.programs += 1;
         let r = kernel::recipe(seed, &opts.gen);
-        let (checks, res) = check(&r, opts.c_backend);
+        let (checks, res) = check(&r, c);
         report.checks += checks;
         match res {
             Check::Ok => {}
             Check::Invalid(why) => report.invalid.push((seed, why)),
             Check::Fail(f) => {
-                let (small, f) = shrink(&r, f, opts);
+                let (small, f) = shrink(&r, f, opts, c);
                 let mut finding = Finding {
                     seed,
                     variant: f.variant,
@@ -298,7 +313,7 @@ pub(crate) fn differs(p: &Program, init: &[Vec<Elem>], want: &Outcome) -> Option
 }
 
 /// Checks every variant of `r`; returns how many checks ran and the first failure.
-fn check(r: &KernelRecipe, c_backend: bool) -> (u64, Check) {
+fn check(r: &KernelRecipe, c: Option<&ProcessBackend>) -> (u64, Check) {
     let mut checks = 0;
     let k = match graph(r) {
         Ok(k) => k,
@@ -390,9 +405,9 @@ fn check(r: &KernelRecipe, c_backend: bool) -> (u64, Check) {
         }
     }
     // The C renderer and the CPU runtime, for kernels without launch indices.
-    if c_backend && !p0.insts.iter().any(|i| i.op == Op::SPECIAL) {
+    if let Some(worker) = c.filter(|_| !p0.insts.iter().any(|i| i.op == Op::SPECIAL)) {
         checks += 1;
-        match run_c(&p0, &init) {
+        match run_c(worker, &p0, &init) {
             Err(e) => {
                 return (
                     checks,
@@ -478,44 +493,129 @@ fn finishing_names() -> String {
     n.join("+")
 }
 
-/// Renders `p` as C, compiles it and runs it on `CPU:0`; the param buffers after.
-fn run_c(p: &Program, init: &[Vec<Elem>]) -> Result<Vec<Vec<Option<u64>>>, String> {
-    let dev = CpuDevice::get(0);
-    let unit = c_unit(std::slice::from_ref(p));
-    let compiled = dev.compile(&unit).map_err(|e| e.to_string())?;
-    let mut bufs = vec![];
-    for (decl, data) in p.params.iter().zip(init) {
-        let elems: Vec<Option<u64>> = data
-            .iter()
-            .map(|e| match e {
-                Elem::Bits(b) => Some(*b),
-                Elem::Uninit { .. } => None,
-            })
-            .collect();
-        let bytes = uopkit_compiler::exec::to_bytes(decl.dtype, &elems);
-        let b = dev.alloc(bytes.len()).map_err(|e| e.to_string())?;
-        dev.copy_in(&b, &bytes).map_err(|e| e.to_string())?;
-        bufs.push(b);
+/// Starts the C variant's worker (the `cpu` backend in another process) and checks that C
+/// compiles there (an empty request compiles an empty unit).
+fn start_worker(opts: &KFuzzOpts) -> Result<ProcessBackend, KFuzzError> {
+    let spawn = match &opts.worker {
+        Some(sp) => sp.clone(),
+        None => Spawn {
+            program: std::env::current_exe()
+                .map_err(|e| KFuzzError::Worker(format!("cannot find this program: {e}")))?
+                .to_string_lossy()
+                .into_owned(),
+            args: vec![],
+            env: vec![(WORKER_ENV.to_string(), "cpu".to_string())],
+        },
+    };
+    let limits = Limits {
+        timeout: opts.c_timeout,
+        ..Limits::default()
+    };
+    let worker = ProcessBackend::start("c", spawn, limits).map_err(KFuzzError::Worker)?;
+    let probe = ScheduleRequest {
+        id: 0,
+        case: "kfuzz C compiler check".into(),
+        buffers: vec![],
+        programs: vec![],
+        steps: vec![],
+        read: vec![],
+    };
+    match worker.run_schedule(&probe) {
+        Ok(_) => Ok(worker),
+        Err(BackendError::Failed(e)) => Err(KFuzzError::NoCompiler(e)),
+        Err(e) => Err(KFuzzError::Worker(e.to_string())),
     }
-    let args: Vec<&_> = bufs.iter().collect();
-    dev.launch(&compiled, &p.name, &args)
-        .map_err(|e| e.to_string())?;
-    dev.synchronize().map_err(|e| e.to_string())?;
-    let mut out = vec![];
-    for (decl, b) in p.params.iter().zip(&bufs) {
-        let bytes = dev.copy_out(b).map_err(|e| e.to_string())?;
-        out.push(
-            uopkit_compiler::exec::from_bytes(decl.dtype, &bytes)
-                .into_iter()
-                .map(Some)
-                .collect(),
-        );
+}
+
+/// `p`'s param buffers as kernel-level buffers `0..` on `CPU`, with `init`'s contents (only
+/// for the params `p` does not write when `inputs_only`).
+fn param_buffers(p: &Program, init: &[Vec<Elem>], inputs_only: bool) -> Vec<BufferSpec> {
+    p.params
+        .iter()
+        .zip(init)
+        .enumerate()
+        .map(|(slot, (decl, data))| BufferSpec {
+            id: slot as u32,
+            dtype: decl.dtype.to_string(),
+            size: decl.size,
+            device: "CPU".into(),
+            storage: slot as u32,
+            init: (!(inputs_only && decl.written)).then(|| {
+                data.iter()
+                    .map(|e| match e {
+                        Elem::Bits(b) => Some(hex(*b)),
+                        Elem::Uninit { .. } => None,
+                    })
+                    .collect()
+            }),
+        })
+        .collect()
+}
+
+/// The one step that runs `p` on its param buffers `0..`.
+fn param_step(p: &Program) -> StepJson {
+    StepJson::Kernel {
+        program: 0,
+        device: "CPU".into(),
+        args: (0..p.params.len() as u32).collect(),
     }
-    Ok(out)
+}
+
+/// Renders `p` as C, compiles it and runs it on `CPU:0` in the worker; the param buffers
+/// after, or why not (a crash, a hang or an FP-state change of the worker included).
+fn run_c(
+    worker: &ProcessBackend,
+    p: &Program,
+    init: &[Vec<Elem>],
+) -> Result<Vec<Vec<Option<u64>>>, String> {
+    let req = ScheduleRequest {
+        id: 0,
+        case: format!("kfuzz {}", p.name),
+        buffers: param_buffers(p, init, false),
+        programs: vec![program_json(p)],
+        steps: vec![param_step(p)],
+        read: (0..p.params.len() as u32).collect(),
+    };
+    let got = worker.run_schedule(&req).map_err(|e| match e {
+        BackendError::Died(why) => format!("the C worker failed: {why}"),
+        e => e.to_string(),
+    })?;
+    if got.len() != p.params.len() {
+        return Err(format!(
+            "the C worker answered {} buffer(s) for {} params",
+            got.len(),
+            p.params.len()
+        ));
+    }
+    p.params
+        .iter()
+        .zip(&got)
+        .enumerate()
+        .map(|(slot, (decl, b))| {
+            if b.id != slot as u32 || b.data.len() != decl.size {
+                return Err(format!(
+                    "the C worker answered buffer {} with {} element(s) for param slot {slot} ({} elements)",
+                    b.id,
+                    b.data.len(),
+                    decl.size
+                ));
+            }
+            b.data
+                .iter()
+                .map(|e| parse_bits(decl.dtype, e))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| format!("the C worker's buffer {slot}: {e}"))
+        })
+        .collect()
 }
 
 /// Shrinks `r` while the same variant and pass fail; the smallest recipe and its failure.
-fn shrink(r: &KernelRecipe, f: Fail, opts: &KFuzzOpts) -> (KernelRecipe, Fail) {
+fn shrink(
+    r: &KernelRecipe,
+    f: Fail,
+    opts: &KFuzzOpts,
+    c: Option<&ProcessBackend>,
+) -> (KernelRecipe, Fail) {
     let mut best = r.clone();
     let mut best_fail = f;
     let mut tried = 0;
@@ -525,7 +625,7 @@ fn shrink(r: &KernelRecipe, f: Fail, opts: &KFuzzOpts) -> (KernelRecipe, Fail) {
                 break 'outer;
             }
             tried += 1;
-            if let (_, Check::Fail(f2)) = check(&cand, opts.c_backend) {
+            if let (_, Check::Fail(f2)) = check(&cand, c) {
                 if f2.variant == best_fail.variant && f2.pass == best_fail.pass {
                     best = cand;
                     best_fail = f2;
@@ -744,32 +844,34 @@ fn smaller_exprs(e: &Expr) -> Vec<Expr> {
 /// outputs as expectations. None when there is no failing program (a pass stopped with an
 /// error) or the reference left an output element unwritten.
 pub fn finding_case(f: &Finding) -> Option<Case> {
-    let p = f.program.as_ref()?;
-    let init = kernel::inputs(&f.recipe);
-    let k = graph(&f.recipe).ok()?;
+    let description = format!(
+        "kernel fuzz (seed {}): variant {}, introduced by {}: {}",
+        f.seed,
+        f.variant,
+        f.pass,
+        f.detail.lines().next().unwrap_or("")
+    );
+    let tags = vec!["kernel".into(), "kfuzz".into(), f.pass.clone()];
+    program_case(f.program.as_ref()?, &f.recipe, description, tags)
+}
+
+/// `p` (a program over `recipe`'s params) as a kernel-level case: the recipe's inputs, and
+/// the outputs of the recipe's reference program (the kernel interpreter's) as expectations.
+/// None when the recipe does not build or its reference leaves an output element unwritten.
+pub(crate) fn program_case(
+    p: &Program,
+    recipe: &KernelRecipe,
+    description: String,
+    tags: Vec<String>,
+) -> Option<Case> {
+    let init = kernel::inputs(recipe);
+    let k = graph(recipe).ok()?;
     let p0 = lowered(&k, &finishing()).ok()?;
     let Outcome::Buffers(want) = interpret(&p0, &init, GPU_SEEDS[0]) else {
         return None;
     };
-    let mut buffers = vec![];
     let mut expect = vec![];
-    for (slot, (decl, data)) in p.params.iter().zip(&init).enumerate() {
-        let id = slot as u32;
-        buffers.push(BufferSpec {
-            id,
-            dtype: decl.dtype.to_string(),
-            size: decl.size,
-            device: "CPU".into(),
-            storage: id,
-            init: (!decl.written).then(|| {
-                data.iter()
-                    .map(|e| match e {
-                        Elem::Bits(b) => Some(hex(*b)),
-                        Elem::Uninit { .. } => None,
-                    })
-                    .collect()
-            }),
-        });
+    for (slot, decl) in p.params.iter().enumerate() {
         if decl.written {
             let bits = want.get(slot)?;
             let lits = bits
@@ -778,7 +880,7 @@ pub fn finding_case(f: &Finding) -> Option<Case> {
                 .collect::<Option<Vec<_>>>()?;
             expect.push(BufferExpect {
                 name: format!("out{slot}"),
-                buffer: id,
+                buffer: slot as u32,
                 expect: lits,
                 nan: NanPolicy::default(),
             });
@@ -786,23 +888,13 @@ pub fn finding_case(f: &Finding) -> Option<Case> {
     }
     Some(Case {
         format: "uopkit-case/1".into(),
-        description: format!(
-            "kernel fuzz (seed {}): variant {}, introduced by {}: {}",
-            f.seed,
-            f.variant,
-            f.pass,
-            f.detail.lines().next().unwrap_or("")
-        ),
-        tags: vec!["kernel".into(), "kfuzz".into(), f.pass.clone()],
+        description,
+        tags,
         graph: vec![],
         kernel: Some(KernelBody {
-            buffers,
+            buffers: param_buffers(p, &init, true),
             programs: vec![program_json(p)],
-            steps: vec![StepJson::Kernel {
-                program: 0,
-                device: "CPU".into(),
-                args: (0..p.params.len() as u32).collect(),
-            }],
+            steps: vec![param_step(p)],
             expect,
         }),
         inputs: Default::default(),

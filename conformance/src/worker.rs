@@ -1,5 +1,8 @@
 //! Worker mode: this process serves one in-process backend over `uopkit-backend/1` on its
-//! stdin/stdout (graph level), so the harness can run compiled code away from the oracle.
+//! stdin/stdout, so the harness can run compiled code away from the oracle: graph-level `run`
+//! requests, and kernel-level `run_schedule` requests for a backend that runs kernel
+//! programs as they are ([`Backend::run_schedule`]: `cpu`, for the kernel fuzzer's C variant;
+//! any other backend answers `unsupported`).
 //!
 //! Any program that embeds the harness becomes a worker when [`WORKER_ENV`] names a backend
 //! (`uopkit` itself, `tests/conformance.rs`, a user's test binary built on
@@ -57,60 +60,20 @@ pub fn serve(backend: &dyn Backend) -> i32 {
                 }),
                 false,
             ),
-            Ok(Request::RunSchedule(r)) => (
-                Answer::Error {
-                    id: r.id,
-                    message: "this worker serves graph-level requests only".into(),
-                    restart: false,
-                },
-                false,
-            ),
             Ok(Request::Run(req)) => {
-                let id = req.id;
                 let result = catch_unwind(AssertUnwindSafe(|| run_request(backend, &req)));
-                let tampered = fpenv::take_tampering().or_else(|| {
-                    let now = fpenv::current();
-                    (now != start_fp).then(|| {
-                        fpenv::set(start_fp);
-                        format!(
-                            "the case left the FP control state changed ({start_fp:?} -> {now:?}); restored"
-                        )
+                answer_of(backend, req.id, result, start_fp)
+            }
+            Ok(Request::RunSchedule(req)) => {
+                let result = catch_unwind(AssertUnwindSafe(|| {
+                    backend.run_schedule(&req).map(|buffers| ResultAnswer {
+                        id: req.id,
+                        outputs: None,
+                        buffers: Some(buffers),
+                        schedule: None,
                     })
-                });
-                match (result, tampered) {
-                    (_, Some(why)) => (
-                        Answer::Error {
-                            id,
-                            message: format!("{}: {why}", backend.name()),
-                            restart: true,
-                        },
-                        true,
-                    ),
-                    (Ok(Ok(r)), None) => (Answer::Result(r), false),
-                    (Ok(Err(BackendError::Unsupported(reason))), None) => {
-                        (Answer::Unsupported { id, reason }, false)
-                    }
-                    (Ok(Err(e)), None) => (
-                        Answer::Error {
-                            id,
-                            message: e.to_string(),
-                            restart: false,
-                        },
-                        false,
-                    ),
-                    (Err(p), None) => (
-                        Answer::Error {
-                            id,
-                            message: format!(
-                                "{} panicked: {}",
-                                backend.name(),
-                                panic_message(p.as_ref())
-                            ),
-                            restart: true,
-                        },
-                        true,
-                    ),
-                }
+                }));
+                answer_of(backend, req.id, result, start_fp)
             }
         };
         if out
@@ -125,6 +88,55 @@ pub fn serve(backend: &dyn Backend) -> i32 {
         }
     }
     0
+}
+
+/// The answer to request `id` from what running it gave, and whether the worker must be
+/// replaced after it (a panic, or a case that changed the FP control state from `start_fp`).
+fn answer_of(
+    backend: &dyn Backend,
+    id: u64,
+    result: std::thread::Result<Result<ResultAnswer, BackendError>>,
+    start_fp: fpenv::FpState,
+) -> (Answer, bool) {
+    let tampered = fpenv::take_tampering().or_else(|| {
+        let now = fpenv::current();
+        (now != start_fp).then(|| {
+            fpenv::set(start_fp);
+            format!(
+                "the case left the FP control state changed ({start_fp:?} -> {now:?}); restored"
+            )
+        })
+    });
+    match (result, tampered) {
+        (_, Some(why)) => (
+            Answer::Error {
+                id,
+                message: format!("{}: {why}", backend.name()),
+                restart: true,
+            },
+            true,
+        ),
+        (Ok(Ok(r)), None) => (Answer::Result(r), false),
+        (Ok(Err(BackendError::Unsupported(reason))), None) => {
+            (Answer::Unsupported { id, reason }, false)
+        }
+        (Ok(Err(e)), None) => (
+            Answer::Error {
+                id,
+                message: e.to_string(),
+                restart: false,
+            },
+            false,
+        ),
+        (Err(p), None) => (
+            Answer::Error {
+                id,
+                message: format!("{} panicked: {}", backend.name(), panic_message(p.as_ref())),
+                restart: true,
+            },
+            true,
+        ),
+    }
 }
 
 /// Loads a graph-level request as a case (its node ids are the case-file ids) and runs it.

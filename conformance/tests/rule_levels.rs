@@ -264,3 +264,63 @@ fn an_unreadable_regression_file_is_an_error_naming_it() {
         other => panic!("expected a replay error, got {other:?}"),
     }
 }
+
+/// At the kernel level the counterexample is written as a kernel-level case
+/// (`rule_<name>_<id>.json`, tagged `rule-kernel` and the name, its expected buffers the
+/// kernel interpreter's for the input program, which the oracle's trial passes) and replayed
+/// first by the next check of that name, from the file alone.
+#[test]
+fn fault_mod_drop_on_kernels_is_persisted_as_a_kernel_case_and_replayed() {
+    let dir = tempfile::tempdir().unwrap();
+    let with_dir = LevelConfig {
+        regressions: Some(dir.path().to_path_buf()),
+        ..cfg(300)
+    };
+    let c = expect_counterexample(with_fault(|| {
+        check_rules_on_kernels(&named("fault_mod_drop"), &with_dir)
+    }));
+    let text = c.to_string();
+    println!("{text}");
+    let path = c
+        .written_to
+        .clone()
+        .unwrap_or_else(|| panic!("not written: {text}"));
+    assert!(text.contains("written to"), "{text}");
+    let name = path.file_name().unwrap().to_string_lossy().to_string();
+    assert!(
+        name.starts_with("rule_fault_mod_drop_") && name.ends_with(".json"),
+        "{name}"
+    );
+    let case = uopkit_conformance::load::read_case(&path).unwrap();
+    for tag in ["regression", "rule-kernel", "fault_mod_drop"] {
+        assert!(case.tags.iter().any(|t| t == tag), "{tag}: {:?}", case.tags);
+    }
+    let body = case.kernel.as_ref().expect("a kernel-level case");
+    uopkit_conformance::kernel_case::judge(&case, body)
+        .expect("the oracle's trial of the input program passes");
+    // Replayed first, from the file alone (no generated kernels).
+    let replay_only = LevelConfig {
+        cases: 0,
+        ..with_dir.clone()
+    };
+    let again = expect_counterexample(with_fault(|| {
+        check_rules_on_kernels(&named("fault_mod_drop"), &replay_only)
+    }));
+    assert_eq!(
+        again.replayed_from.as_deref(),
+        Some(path.as_path()),
+        "{again}"
+    );
+    assert!(again.fired.contains_key("fault_mod_drop"), "{again}");
+    assert_eq!(again.detail, c.detail, "{again}");
+    // A right rewriter under that name passes the replay.
+    let fine = RuleUnderTest::closure("fault_mod_drop", |g: &Graph, r: &[NodeId]| {
+        (g.clone(), r.to_vec())
+    });
+    let ok = check_rules_on_kernels(&fine, &replay_only).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!((ok.replayed, ok.cases), (1, 0), "{ok}");
+    // The tensor level does not replay kernel-level cases.
+    let t = check_rules_on_tensors(&fine, &replay_only).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(t.replayed, 0, "{t}");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+}

@@ -2,10 +2,22 @@
 //! compiler, run on `CPU:n` devices. It loads compiled code, so the harness runs it in a
 //! worker process (`crate::worker`) unless asked for in-process mode (debugging), where the
 //! runtime still saves and restores the FP control state around every load and launch.
+//!
+//! At the kernel level ([`Backend::run_schedule`], a `run_schedule` request) it takes
+//! uopkit's kernel programs as they are: rendered as one C unit, compiled, and run step by
+//! step on `CPU:0` (the kernel fuzzer's C variant, `crate::kfuzz`).
+
+use std::collections::BTreeMap;
 
 use uopkit_compiler::exec;
+use uopkit_compiler::render::c_unit;
+use uopkit_compiler::runtime::{Buffer, CpuDevice};
+use uopkit_interp::eval::Elem;
 
 use super::{schedule_facts, Backend, BackendError, Job, Ran};
+use crate::case::KernelBody;
+use crate::kernel_case::{self, Step};
+use crate::protocol::{bits_of, BufferBits, ScheduleRequest, StepJson};
 
 pub struct Cpu;
 
@@ -33,4 +45,93 @@ impl Backend for Cpu {
             schedule: Some(sched),
         })
     }
+
+    fn run_schedule(&self, req: &ScheduleRequest) -> Result<Vec<BufferBits>, BackendError> {
+        run_kernels(req)
+    }
+}
+
+fn is_cpu(device: &str) -> bool {
+    device.split(':').next() == Some("CPU")
+}
+
+/// Runs a kernel-level request on `CPU:0`: the request is checked as a kernel-level case body
+/// (`kernel_case::load`), all its programs are compiled as one C unit (with no programs, an
+/// empty unit: a check that C compiles here), and the steps run in order.
+fn run_kernels(req: &ScheduleRequest) -> Result<Vec<BufferBits>, BackendError> {
+    let failed = |e: String| BackendError::Failed(format!("cpu: request {}: {e}", req.id));
+    let devices = req.buffers.iter().map(|b| b.device.as_str());
+    let step_devices = req.steps.iter().filter_map(|s| match s {
+        StepJson::Kernel { device, .. } => Some(device.as_str()),
+        StepJson::Copy { .. } => None,
+    });
+    if let Some(d) = devices.chain(step_devices).find(|d| !is_cpu(d)) {
+        return Err(BackendError::Unsupported(format!(
+            "device {d} is not a CPU device"
+        )));
+    }
+    let body = KernelBody {
+        buffers: req.buffers.clone(),
+        programs: req.programs.clone(),
+        steps: req.steps.clone(),
+        expect: vec![],
+    };
+    let kc = kernel_case::load(&body).map_err(|e| failed(e.to_string()))?;
+    let dev = CpuDevice::get(0);
+    let compiled = dev
+        .compile(&c_unit(&kc.programs))
+        .map_err(|e| failed(e.to_string()))?;
+    let mut mem: BTreeMap<u32, Buffer> = BTreeMap::new();
+    for (id, b) in &kc.buffers {
+        let elems: Vec<Option<u64>> = b
+            .init
+            .iter()
+            .map(|e| match e {
+                Elem::Bits(v) => Some(*v),
+                Elem::Uninit { .. } => None,
+            })
+            .collect();
+        let bytes = exec::to_bytes(b.dtype, &elems);
+        let buf = dev.alloc(bytes.len()).map_err(|e| failed(e.to_string()))?;
+        dev.copy_in(&buf, &bytes)
+            .map_err(|e| failed(e.to_string()))?;
+        mem.insert(*id, buf);
+    }
+    // Ids were checked by the loader; a missing one is still an error, never a panic.
+    let get = |id: &u32| mem.get(id).ok_or_else(|| failed(format!("no buffer {id}")));
+    for (s, step) in kc.steps.iter().enumerate() {
+        match step {
+            Step::Copy { dst, src } => {
+                let data = dev.copy_out(get(src)?).map_err(|e| failed(e.to_string()))?;
+                dev.copy_in(get(dst)?, &data)
+                    .map_err(|e| failed(e.to_string()))?;
+            }
+            Step::Kernel { program, args } => {
+                let name = &kc.programs[*program].name;
+                let bufs = args.iter().map(get).collect::<Result<Vec<_>, _>>()?;
+                dev.launch(&compiled, name, &bufs)
+                    .map_err(|e| failed(format!("step {s} ({name}): {e}")))?;
+            }
+        }
+    }
+    dev.synchronize().map_err(|e| failed(e.to_string()))?;
+    req.read
+        .iter()
+        .map(|id| {
+            let dtype = kc
+                .buffers
+                .get(id)
+                .map(|b| b.dtype)
+                .ok_or_else(|| failed(format!("buffer {id} is read but not declared")))?;
+            let bytes = dev.copy_out(get(id)?).map_err(|e| failed(e.to_string()))?;
+            let bits: Vec<Option<u64>> = exec::from_bytes(dtype, &bytes)
+                .into_iter()
+                .map(Some)
+                .collect();
+            Ok(BufferBits {
+                id: *id,
+                data: bits_of(&bits),
+            })
+        })
+        .collect()
 }

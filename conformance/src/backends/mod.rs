@@ -159,6 +159,20 @@ pub trait Backend: Send + Sync {
 
     /// Runs the case and returns its outputs.
     fn run(&self, job: &Job) -> Result<Ran, BackendError>;
+
+    /// Kernel level: runs uopkit's kernel programs as they are (a `run_schedule` request:
+    /// buffers with their initial contents, programs, steps) and returns the contents of the
+    /// buffers the request reads. Default: unsupported (a graph-level backend).
+    fn run_schedule(
+        &self,
+        req: &crate::protocol::ScheduleRequest,
+    ) -> Result<Vec<crate::protocol::BufferBits>, BackendError> {
+        Err(BackendError::Unsupported(format!(
+            "{} takes graph-level requests only (request {})",
+            self.name(),
+            req.id
+        )))
+    }
 }
 
 /// The backends that must be available (`UOPKIT_REQUIRE_BACKENDS=nvrtc,hiprtc` in CI): for

@@ -480,6 +480,22 @@ impl Backend for ProcessBackend {
             }
         }
     }
+
+    /// A `run_schedule` request as it is (under this pool's id), on a child: kernel-level
+    /// backends, and uopkit's own workers whose backend runs kernel programs (`cpu`).
+    fn run_schedule(
+        &self,
+        req: &protocol::ScheduleRequest,
+    ) -> Result<Vec<protocol::BufferBits>, BackendError> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let mut req = req.clone();
+        req.id = id;
+        let line = protocol::to_line(&Request::RunSchedule(req));
+        let r = self.call(id, &line)?;
+        r.buffers.ok_or_else(|| {
+            BackendError::Failed(format!("{}: the result has no buffers", self.name))
+        })
+    }
 }
 
 /// Why a kernel-level request is outside what the backend accepts.

@@ -16,7 +16,12 @@
 //!   graph from its sink, then the finishing passes and the linearizer; the kernel
 //!   interpreter runs the program before and after (under every seed of `GPU_SEEDS`) and the
 //!   parameter buffers must agree bit for bit, errors by kind. A failure is shrunk like the
-//!   kernel fuzzer's (`kfuzz::candidates`) and printed with both programs (not written).
+//!   kernel fuzzer's (`kfuzz::candidates`) and printed with both programs; with
+//!   [`LevelConfig::regressions`] set, the shrunk input program is written as a kernel-level
+//!   case (`rule_<name>_<id>.json`, as at the tensor level) tagged `regression`,
+//!   `rule-kernel` and the rule's name, expected buffers the kernel interpreter's; such cases
+//!   are replayed first by the next kernel-level check of that name (the case's program
+//!   lifted back to a kernel graph, `kgraph::lift`, and checked like a generated one).
 //!
 //! Both orders (bottom-up, top-down) are checked for each program. Programs are drawn from
 //! seeds derived from [`LevelConfig::seed`], so a run is deterministic given (seed, cases).
@@ -26,7 +31,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use uopkit_compiler::kgraph::KernelGraph;
+use uopkit_compiler::kgraph::{lift, KernelGraph};
 use uopkit_compiler::optimize::finishing;
 use uopkit_compiler::rewrite::Order;
 use uopkit_interp::eval::{Data, Elem, Value};
@@ -38,6 +43,7 @@ use super::rulecheck::{RuleReport, RuleUnderTest};
 use super::tensor::{build, Generated, Recipe, TensorConfig, STEP_WORDS};
 use crate::case::{Case, ErrorKind, ExpectError};
 use crate::inputs::SplitMix64;
+use crate::kernel_case;
 use crate::kfuzz::{self, Outcome as KOutcome};
 use crate::run::{output_values, run_oracle, RunError};
 use crate::shrink::{shrink_recipe, ShrinkOpts};
@@ -73,7 +79,7 @@ pub struct LevelConfig {
     pub tensor: TensorConfig,
     /// Kernel level: the generator's limits.
     pub kernel: KernelConfig,
-    /// Tensor level: the folder of persisted counterexamples (replayed first, and where a
+    /// The folder of persisted counterexamples of either level (replayed first, and where a
     /// new one is written); None: nothing is read or written.
     pub regressions: Option<PathBuf>,
 }
@@ -426,12 +432,13 @@ fn tensor_regression_case(
     Ok(case)
 }
 
-/// The persisted tensor-level counterexamples of `name` in `dir` (file-name order).
-fn tensor_replays(dir: &Path, name: &str) -> Result<Vec<(PathBuf, Case)>, String> {
+/// The persisted counterexamples of `name` in `dir` tagged `level_tag` (`rule-tensor`,
+/// `rule-kernel`), in file-name order; a file that cannot be read as a case is an error.
+fn replays(dir: &Path, name: &str, level_tag: &str) -> Result<Vec<(PathBuf, Case)>, String> {
     Ok(super::rulecheck::persisted_cases(dir)?
         .into_iter()
         .filter(|(_, c)| {
-            c.tags.iter().any(|t| t == "rule-tensor") && c.tags.iter().any(|t| t == name)
+            c.tags.iter().any(|t| t == level_tag) && c.tags.iter().any(|t| t == name)
         })
         .collect())
 }
@@ -487,7 +494,7 @@ pub fn check_rules_on_tensors_with(
         ..LevelReport::default()
     };
     if let Some(dir) = &cfg.regressions {
-        for (path, case) in tensor_replays(dir, rut.name()).map_err(LevelError::Replay)? {
+        for (path, case) in replays(dir, rut.name(), "rule-tensor").map_err(LevelError::Replay)? {
             let outcome = check_tensor_case(rut, &case);
             if let Err(None) = outcome {
                 // Its input does not load or run: it was not replayed, and must not pass.
@@ -578,17 +585,22 @@ pub fn check_rules_on_tensors_with(
 // ------------------------------------------------------------------------------------------
 // Kernel level
 
-/// Checks the rewrite of a kernel in both orders. Err(None): the kernel or its reference
-/// run is not valid (a generator limit, as in the kernel fuzzer).
-fn check_kernel(
-    rut: &RuleUnderTest,
-    r: &KernelRecipe,
-) -> Result<(Passed, String), Option<Box<Fail>>> {
+/// Checks the rewrite of a generated kernel in both orders. Err(None): the kernel or its
+/// reference run is not valid (a generator limit, as in the kernel fuzzer).
+fn check_kernel(rut: &RuleUnderTest, r: &KernelRecipe) -> Result<Passed, Option<Box<Fail>>> {
     let k = kernel::build(r, "rulecheck").map_err(|_| None)?;
-    let init = kernel::inputs(r);
-    let p0 = kfuzz::lowered(&k, &finishing()).map_err(|_| None)?;
-    let want = kfuzz::interpret(&p0, &init, GPU_SEEDS[0]);
-    if matches!(want, KOutcome::Error(_)) || kfuzz::differs(&p0, &init, &want).is_some() {
+    check_kernel_graph(rut, &k, &kernel::inputs(r))
+}
+
+/// Checks the rewrite of kernel graph `k` on the param buffers `init` in both orders.
+fn check_kernel_graph(
+    rut: &RuleUnderTest,
+    k: &KernelGraph,
+    init: &[Vec<Elem>],
+) -> Result<Passed, Option<Box<Fail>>> {
+    let p0 = kfuzz::lowered(k, &finishing()).map_err(|_| None)?;
+    let want = kfuzz::interpret(&p0, init, GPU_SEEDS[0]);
+    if matches!(want, KOutcome::Error(_)) || kfuzz::differs(&p0, init, &want).is_some() {
         return Err(None);
     }
     let mut hits = BTreeMap::new();
@@ -631,11 +643,11 @@ fn check_kernel(
                 ))
             }
         };
-        if let Some(d) = kfuzz::differs(&p, &init, &want) {
+        if let Some(d) = kfuzz::differs(&p, init, &want) {
             // The reference runs (checked above), so an error here is added.
             let ub = GPU_SEEDS
                 .iter()
-                .find_map(|s| match kfuzz::interpret(&p, &init, *s) {
+                .find_map(|s| match kfuzz::interpret(&p, init, *s) {
                     KOutcome::Error(e) => Some(LevelUb::Added(e)),
                     KOutcome::Buffers(_) => None,
                 })
@@ -643,11 +655,48 @@ fn check_kernel(
             return Err(fail(p.to_string(), d, ub));
         }
     }
-    Ok(((hits, changed), p0.to_string()))
+    Ok((hits, changed))
 }
 
-fn kernel_inputs(r: &KernelRecipe) -> String {
-    let init = kernel::inputs(r);
+/// A persisted kernel-level counterexample as a kernel graph (its one kernel step's program,
+/// lifted) and that step's buffers' initial contents.
+fn replay_kernel(case: &Case) -> Result<(KernelGraph, Vec<Vec<Elem>>, String), String> {
+    let body = case.kernel.as_ref().ok_or("not a kernel-level case")?;
+    let kc = kernel_case::load(body).map_err(|e| e.to_string())?;
+    let [kernel_case::Step::Kernel { program, args }] = kc.steps.as_slice() else {
+        return Err("a rule counterexample has exactly one step, a kernel".into());
+    };
+    let p = kc.programs.get(*program).ok_or("no such program")?;
+    let init = args
+        .iter()
+        .map(|a| kc.buffers.get(a).map(|b| b.init.clone()))
+        .collect::<Option<Vec<_>>>()
+        .ok_or("a step names a buffer the case does not declare")?;
+    let k = lift(p).map_err(|e| format!("cannot lift its program: {e}"))?;
+    Ok((k, init, p.to_string()))
+}
+
+/// The counterexample's input program as a kernel-level case: tags `regression`,
+/// `rule-kernel` and the name, expected buffers the kernel interpreter's.
+fn kernel_regression_case(
+    c: &LevelCounterexample,
+    r: &KernelRecipe,
+    seed: u64,
+) -> Result<Case, String> {
+    let k = kernel::build(r, "rulecheck").map_err(|e| e.to_string())?;
+    let p0 = kfuzz::lowered(&k, &finishing())?;
+    let description = format!(
+        "expected values from the kernel interpreter at discovery time (rule regression): the rewrite '{}' ({:?}) is not exact on this kernel: {}; found by the rule checker at the kernel level (gen::rulecheck_levels), seed {seed:#x}",
+        c.name,
+        c.order,
+        c.detail.lines().next().unwrap_or("")
+    );
+    let tags = vec!["regression".into(), "rule-kernel".into(), c.name.clone()];
+    kfuzz::program_case(&p0, r, description, tags)
+        .ok_or_else(|| "the reference leaves an output element unwritten".to_string())
+}
+
+fn kernel_inputs(init: &[Vec<Elem>]) -> String {
     if init.is_empty() {
         return "none".into();
     }
@@ -675,8 +724,9 @@ pub fn check_rules_on_kernels(
     check_rules_on_kernels_with(rut, cfg, &mut |_| {})
 }
 
-/// Checks that every rewrite `rut` makes on generated kernels is exact (`cfg.cases`
-/// kernels, from seeds `cfg.seed`, `cfg.seed + 1`, …). `progress` is called every 64.
+/// Checks that every rewrite `rut` makes on generated kernels is exact: first the persisted
+/// kernel-level counterexamples of its name, then `cfg.cases` kernels, from seeds
+/// `cfg.seed`, `cfg.seed + 1`, …. `progress` is called every 64.
 pub fn check_rules_on_kernels_with(
     rut: &RuleUnderTest,
     cfg: &LevelConfig,
@@ -689,13 +739,33 @@ pub fn check_rules_on_kernels_with(
         seed: cfg.seed,
         ..LevelReport::default()
     };
+    if let Some(dir) = &cfg.regressions {
+        for (path, case) in replays(dir, rut.name(), "rule-kernel").map_err(LevelError::Replay)? {
+            let (k, init, text) = replay_kernel(&case)
+                .map_err(|e| LevelError::Replay(format!("{}: {e}", path.display())))?;
+            if let Err(Some(f)) = check_kernel_graph(rut, &k, &init) {
+                let mut c = dress(
+                    rut,
+                    Level::Kernel,
+                    *f,
+                    text,
+                    kernel_inputs(&init),
+                    0,
+                    k.nodes().len(),
+                );
+                c.replayed_from = Some(path);
+                return Err(LevelError::Counterexample(Box::new(c)));
+            }
+            report.replayed += 1;
+        }
+    }
     for k in 0..cfg.cases as u64 {
         if cfg.time_budget.is_some_and(|b| start.elapsed() >= b) {
             break;
         }
         let r = kernel::recipe(cfg.seed.wrapping_add(k), &cfg.kernel);
         match check_kernel(rut, &r) {
-            Ok(((hits, changed), _)) => {
+            Ok((hits, changed)) => {
                 report.cases += 1;
                 report.fired_cases += changed as u32;
                 merge(&mut report.hits, &hits);
@@ -727,15 +797,24 @@ pub fn check_rules_on_kernels_with(
                     .and_then(|k| kfuzz::lowered(&k, &finishing()))
                     .map_or_else(|e| e, |p| p.to_string());
                 let nodes = kernel::build(&best, "rulecheck").map_or(0, |k| k.nodes().len());
-                let c = dress(
+                let mut c = dress(
                     rut,
                     Level::Kernel,
                     *f,
                     before,
-                    kernel_inputs(&best),
+                    kernel_inputs(&kernel::inputs(&best)),
                     report.cases + report.skipped + 1,
                     nodes,
                 );
+                if let Some(dir) = &cfg.regressions {
+                    match kernel_regression_case(&c, &best, cfg.seed).and_then(|case| {
+                        crate::fuzz::write_new(dir, &super::rulecheck::file_stem(&c.name), &case)
+                            .map_err(|e| e.to_string())
+                    }) {
+                        Ok(p) => c.written_to = Some(p),
+                        Err(m) => c.write_error = Some(m),
+                    }
+                }
                 return Err(LevelError::Counterexample(Box::new(c)));
             }
         }
