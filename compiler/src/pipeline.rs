@@ -71,8 +71,11 @@ pub fn check_buffers(plan: &Plan, roots: &[NodeId]) -> Result<(), ScheduleError>
         None => Ok(()),
         Some(b) => Err(ScheduleError {
             node: match b.kind {
-                crate::spec::BufferKind::Graph(n) | crate::spec::BufferKind::GraphComponent(n, _) => n,
-                crate::spec::BufferKind::Intermediate => roots.first().copied().unwrap_or(NodeId(0)),
+                crate::spec::BufferKind::Graph(n)
+                | crate::spec::BufferKind::GraphComponent(n, _) => n,
+                crate::spec::BufferKind::Intermediate => {
+                    roots.first().copied().unwrap_or(NodeId(0))
+                }
             },
             reason: format!(
                 "the schedule would allocate a buffer of {} elements, over the limit of {max}",

@@ -211,7 +211,10 @@ fn check(dt: DType, shape: (usize, usize, usize), order: ReduceOrder, fires: boo
     let same = format!("{:?}", s.programs()) == format!("{:?}", off.programs());
     if fires {
         assert!(!same, "{what}: cpu_interchange did not fire");
-        assert!(wide > 1, "{what}: no row of accumulators (widest register {wide})");
+        assert!(
+            wide > 1,
+            "{what}: no row of accumulators (widest register {wide})"
+        );
     } else {
         assert!(same, "{what}: cpu_interchange fired where it must not");
     }
@@ -239,7 +242,13 @@ fn matmul_f32_odd_shapes_with_specials_are_exact() {
         .iter()
         .enumerate()
     {
-        check(DType::Float32, shape, ReduceOrder::Sequential, true, 11 + i as u64);
+        check(
+            DType::Float32,
+            shape,
+            ReduceOrder::Sequential,
+            true,
+            11 + i as u64,
+        );
     }
 }
 
@@ -255,9 +264,21 @@ fn matmul_f64_and_int32_are_exact() {
 #[test]
 fn a_long_row_is_tiled_and_exact() {
     // 1040 = 65·16: rows of 16 accumulators, an outer loop of 65 tiles.
-    check(DType::Float32, (2, 3, 1040), ReduceOrder::Sequential, true, 8);
+    check(
+        DType::Float32,
+        (2, 3, 1040),
+        ReduceOrder::Sequential,
+        true,
+        8,
+    );
     // No power of two from 16 up divides 1100: left alone, still exact.
-    check(DType::Float32, (2, 3, 1100), ReduceOrder::Sequential, false, 9);
+    check(
+        DType::Float32,
+        (2, 3, 1100),
+        ReduceOrder::Sequential,
+        false,
+        9,
+    );
 }
 
 #[test]
@@ -291,8 +312,13 @@ fn matmul_1024_compiles_though_the_oracle_refuses_it() {
         &zeros,
         ReduceOrder::Sequential,
     );
-    let e = ctx.evaluate(&[&root]).expect_err("the oracle refuses to evaluate it");
-    assert!(e.to_string().contains("elements"), "unexpected message: {e}");
+    let e = ctx
+        .evaluate(&[&root])
+        .expect_err("the oracle refuses to evaluate it");
+    assert!(
+        e.to_string().contains("elements"),
+        "unexpected message: {e}"
+    );
     let sch = schedule(&ctx, &root, &[]);
     assert_eq!(widest_register(&sch), 1024);
 
@@ -302,7 +328,11 @@ fn matmul_1024_compiles_though_the_oracle_refuses_it() {
     let prod = g.node(root.id()).src[0];
     let e = pipeline::schedule_opts(&g, &ver, &[prod], &ScheduleOpts::default())
         .expect_err("a 2^30-element buffer is refused");
-    assert!(e.reason.contains("over the limit of 268435456"), "{}", e.reason);
+    assert!(
+        e.reason.contains("over the limit of 268435456"),
+        "{}",
+        e.reason
+    );
 }
 
 /// Runs the 1024² matmul on CPU:0 and compares it with the plain loop (1 G multiply-adds
@@ -315,12 +345,22 @@ fn matmul_1024_runs_and_matches_the_plain_loop() {
     let a = rng.data(DType::Float32, s * s);
     let b = rng.data(DType::Float32, s * s);
     let ctx = Ctx::with_limits(Limits::COMPILE);
-    let root = matmul(&ctx, (s, s, s), DType::Float32, &a, &b, ReduceOrder::Sequential);
+    let root = matmul(
+        &ctx,
+        (s, s, s),
+        DType::Float32,
+        &a,
+        &b,
+        ReduceOrder::Sequential,
+    );
     let sch = schedule(&ctx, &root, &[]);
     let got = run_cpu(&ctx, &sch);
     assert_eq!(
         canon(DType::Float32, &got),
-        canon(DType::Float32, &reference(DType::Float32, (s, s, s), &a, &b))
+        canon(
+            DType::Float32,
+            &reference(DType::Float32, (s, s, s), &a, &b)
+        )
     );
 }
 
@@ -335,7 +375,14 @@ fn matmul_512_speed_with_and_without_the_pass() {
     let a = rng.data(DType::Float32, s * s);
     let b = rng.data(DType::Float32, s * s);
     let ctx = Ctx::with_limits(Limits::COMPILE);
-    let root = matmul(&ctx, (s, s, s), DType::Float32, &a, &b, ReduceOrder::Sequential);
+    let root = matmul(
+        &ctx,
+        (s, s, s),
+        DType::Float32,
+        &a,
+        &b,
+        ReduceOrder::Sequential,
+    );
     let mut outs = vec![];
     for disabled in [&["reduce_row_inside"][..], &[]] {
         let sch = schedule(&ctx, &root, disabled);

@@ -17,7 +17,8 @@
 //!   - `gpu`: the GPU target's passes (`gpu_launch`, `gpu_local_reduce`, `gpu_threads`,
 //!     `symbolic`), then the finishing ones, under every seed (a missing barrier shows as a
 //!     difference under some interleaving); `lift+gpu`: the same on the lifted reference;
-//!   - `c`: the reference rendered as C, compiled and run on the CPU runtime (kernels
+//!   - `cpu`: the CPU target's passes (`cpu_interchange`), then the finishing ones;
+//!   - `c`: the `cpu` program rendered as C, compiled and run on the CPU runtime (kernels
 //!     without launch indices; in this process, under the runtime's FP-state guard);
 //!   - `cuda`, `hip`: the `gpu` program rendered (a render error or an `#error` line is a
 //!     finding); nothing is compiled here (no GPU is assumed).
@@ -165,7 +166,7 @@ pub fn interpret(p: &Program, init: &[Vec<Elem>], seed: u64) -> Outcome {
 pub struct Finding {
     /// The kernel's seed.
     pub seed: u64,
-    /// `lift`, `symbolic`, `gpu`, `lift+gpu`, `c`, `cuda`, `hip`.
+    /// `lift`, `symbolic`, `gpu`, `lift+gpu`, `cuda`, `hip`, `cpu`, `c`.
     pub variant: &'static str,
     /// The pass that introduced the difference (the first whose prefix shows it), or the
     /// stage (`linearize`, `C renderer`, …).
@@ -389,9 +390,22 @@ fn check(r: &KernelRecipe, c_backend: bool) -> (u64, Check) {
             }
         }
     }
+    // The CPU target's passes (`cpu_interchange`), interpreted; the C check below runs
+    // this program (what the cpu backend compiles).
+    checks += 1;
+    let cpu_prog = match cpu_program(&k) {
+        Err(e) => return (checks, fail("cpu", "cpu passes".into(), e, None)),
+        Ok(p) => {
+            if let Some(d) = differs(&p, &init, &want) {
+                return (checks, fail("cpu", "cpu passes".into(), d, Some(p)));
+            }
+            p
+        }
+    };
     // The C renderer and the CPU runtime, for kernels without launch indices.
-    if c_backend && !p0.insts.iter().any(|i| i.op == Op::SPECIAL) {
+    if c_backend && !cpu_prog.insts.iter().any(|i| i.op == Op::SPECIAL) {
         checks += 1;
+        let p0 = cpu_prog;
         match run_c(&p0, &init) {
             Err(e) => {
                 return (
@@ -420,6 +434,13 @@ fn check(r: &KernelRecipe, c_backend: bool) -> (u64, Check) {
         }
     }
     (checks, lift_fail.unwrap_or(Check::Ok))
+}
+
+/// `k` after the CPU target's passes and the finishing ones, linearized.
+fn cpu_program(k: &KernelGraph) -> Result<Program, String> {
+    let mut k = k.clone();
+    optimize::optimize_for(&mut k, Target::Cpu, None, &[]).map_err(|e| e.to_string())?;
+    linearize(&k).map_err(|e| e.to_string())
 }
 
 /// `k` after the first `limit` (all: None) GPU passes and the finishing ones, linearized.

@@ -145,8 +145,7 @@ pub fn verify_with(g: &Graph, lim: &Limits) -> Result<Verified> {
         let info = verify_node(g, &infos, id, lim)?;
         // Every value's shape is bounded before anything downstream (the next node's checks,
         // the evaluator) multiplies its dimensions.
-        let numel =
-            check_shape_within(&info.shape, lim.max_elements).map_err(|r| err(g, id, r))?;
+        let numel = check_shape_within(&info.shape, lim.max_elements).map_err(|r| err(g, id, r))?;
         let copies = info.device.as_ref().map_or(1, |d| d.devices().len());
         total = total.saturating_add(numel.saturating_mul(copies));
         if total > lim.max_total_elements {

@@ -170,7 +170,11 @@ pub fn build(name: &str, quick: bool) -> Result<Workload, BenchError> {
             // 1024³: the k×m×n product has 2^30 elements, over the oracle's per-value cap
             // (the context verifies with `Limits::COMPILE`; the compiler never
             // materializes the product), so it is checked against the reference loop.
-            let (m, k, n) = if quick { (16, 16, 16) } else { (1024, 1024, 1024) };
+            let (m, k, n) = if quick {
+                (16, 16, 16)
+            } else {
+                (1024, 1024, 1024)
+            };
             let a_data = rng.f32s(m * k, -1.0, 1.0);
             let b_data = rng.f32s(k * n, -1.0, 1.0);
             let root = matmul_graph(&ctx, m, k, n, &a_data, &b_data).map_err(&e)?;
