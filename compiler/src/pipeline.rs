@@ -58,7 +58,31 @@ pub fn schedule_with_opts(
     opts: &ScheduleOpts,
 ) -> Result<Schedule, ScheduleError> {
     let plan = crate::schedule::plan(g, ver, roots, opts)?;
+    check_buffers(&plan, roots)?;
     lower_plan(plan, g, ver, passes, opts)
+}
+
+/// Every buffer the schedule allocates has at most the oracle's per-value limit of
+/// elements (`verify::MAX_ELEMENTS`): a graph verified with `Limits::COMPILE` may have
+/// larger values, which is fine only for values fused into kernels and never allocated.
+pub fn check_buffers(plan: &Plan, roots: &[NodeId]) -> Result<(), ScheduleError> {
+    let max = uopkit_interp::verify::MAX_ELEMENTS;
+    match plan.buffers.iter().find(|b| b.size > max) {
+        None => Ok(()),
+        Some(b) => Err(ScheduleError {
+            node: match b.kind {
+                crate::spec::BufferKind::Graph(n)
+                | crate::spec::BufferKind::GraphComponent(n, _) => n,
+                crate::spec::BufferKind::Intermediate => {
+                    roots.first().copied().unwrap_or(NodeId(0))
+                }
+            },
+            reason: format!(
+                "the schedule would allocate a buffer of {} elements, over the limit of {max}",
+                b.size
+            ),
+        }),
+    }
 }
 
 /// [`schedule_with_opts`], recording every rewrite rule application (lowering's index
@@ -73,6 +97,7 @@ pub fn schedule_traced(
     trace: &mut RewriteTrace,
 ) -> Result<Schedule, ScheduleError> {
     let plan = crate::schedule::plan(g, ver, roots, opts)?;
+    check_buffers(&plan, roots)?;
     lower_plan_traced(plan, g, ver, passes, opts, Some(trace))
 }
 

@@ -17,7 +17,8 @@
 //!   - `gpu`: the GPU target's passes (`gpu_launch`, `gpu_local_reduce`, `gpu_threads`,
 //!     `symbolic`), then the finishing ones, under every seed (a missing barrier shows as a
 //!     difference under some interleaving); `lift+gpu`: the same on the lifted reference;
-//!   - `c`: the reference rendered as C, compiled and run on the CPU runtime (kernels
+//!   - `cpu`: the CPU target's passes (`cpu_interchange`), then the finishing ones;
+//!   - `c`: the `cpu` program rendered as C, compiled and run on the CPU runtime (kernels
 //!     without launch indices) in a worker process (the `cpu` backend answering the
 //!     protocol's `run_schedule` request, [`crate::worker`]), never in this one: a kernel
 //!     that crashes the worker, hangs past [`KFuzzOpts::c_timeout`] or changes its FP
@@ -177,7 +178,7 @@ pub fn interpret(p: &Program, init: &[Vec<Elem>], seed: u64) -> Outcome {
 pub struct Finding {
     /// The kernel's seed.
     pub seed: u64,
-    /// `lift`, `symbolic`, `gpu`, `lift+gpu`, `c`, `cuda`, `hip`.
+    /// `lift`, `symbolic`, `gpu`, `lift+gpu`, `cuda`, `hip`, `cpu`, `c`.
     pub variant: &'static str,
     /// The pass that introduced the difference (the first whose prefix shows it), or the
     /// stage (`linearize`, `C renderer`, …).
@@ -404,9 +405,22 @@ fn check(r: &KernelRecipe, c: Option<&ProcessBackend>) -> (u64, Check) {
             }
         }
     }
+    // The CPU target's passes (`cpu_interchange`), interpreted; the C check below runs
+    // this program (what the cpu backend compiles).
+    checks += 1;
+    let cpu_prog = match cpu_program(&k) {
+        Err(e) => return (checks, fail("cpu", "cpu passes".into(), e, None)),
+        Ok(p) => {
+            if let Some(d) = differs(&p, &init, &want) {
+                return (checks, fail("cpu", "cpu passes".into(), d, Some(p)));
+            }
+            p
+        }
+    };
     // The C renderer and the CPU runtime, for kernels without launch indices.
-    if let Some(worker) = c.filter(|_| !p0.insts.iter().any(|i| i.op == Op::SPECIAL)) {
+    if let Some(worker) = c.filter(|_| !cpu_prog.insts.iter().any(|i| i.op == Op::SPECIAL)) {
         checks += 1;
+        let p0 = cpu_prog;
         match run_c(worker, &p0, &init) {
             Err(e) => {
                 return (
@@ -435,6 +449,13 @@ fn check(r: &KernelRecipe, c: Option<&ProcessBackend>) -> (u64, Check) {
         }
     }
     (checks, lift_fail.unwrap_or(Check::Ok))
+}
+
+/// `k` after the CPU target's passes and the finishing ones, linearized.
+fn cpu_program(k: &KernelGraph) -> Result<Program, String> {
+    let mut k = k.clone();
+    optimize::optimize_for(&mut k, Target::Cpu, None, &[]).map_err(|e| e.to_string())?;
+    linearize(&k).map_err(|e| e.to_string())
 }
 
 /// `k` after the first `limit` (all: None) GPU passes and the finishing ones, linearized.

@@ -17,6 +17,42 @@ pub const MAX_REDUCE_PARTS: usize = 1024;
 /// few GiB however the elements are spread over nodes.
 pub const MAX_TOTAL_ELEMENTS: usize = 1 << 28;
 
+/// The largest number of elements one value may have in a graph verified for compilation
+/// ([`Limits::COMPILE`]): a value the compiler fuses into a kernel is never materialized
+/// (the k×m×n product of a matmul), so only int64 index arithmetic bounds it.
+pub const MAX_COMPILE_ELEMENTS: usize = 1 << 40;
+
+/// What [`verify_with`] caps. [`verify`] checks the oracle's limits ([`Limits::ORACLE`]);
+/// a graph that is compiled and not evaluated may be verified with [`Limits::COMPILE`],
+/// whose caps are on what the oracle would keep, not on what a kernel computes (the
+/// compiler bounds the buffers it allocates itself). Every other rule is the same.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// The most elements one value (or one BUFFER) may have.
+    pub max_elements: usize,
+    /// The most elements all values may have together.
+    pub max_total_elements: usize,
+}
+
+impl Limits {
+    /// The oracle's: [`MAX_ELEMENTS`] per value, [`MAX_TOTAL_ELEMENTS`] in all.
+    pub const ORACLE: Limits = Limits {
+        max_elements: MAX_ELEMENTS,
+        max_total_elements: MAX_TOTAL_ELEMENTS,
+    };
+    /// For compilation: [`MAX_COMPILE_ELEMENTS`] per value, no cap on the total.
+    pub const COMPILE: Limits = Limits {
+        max_elements: MAX_COMPILE_ELEMENTS,
+        max_total_elements: usize::MAX,
+    };
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits::ORACLE
+    }
+}
+
 /// The largest one dimension may be. A dimension over [`MAX_ELEMENTS`] only fits an empty
 /// value (another dimension is 0); this bound keeps the products of the non-zero dimensions
 /// of such a value (strides, counts of outer and inner positions) far from overflow.
@@ -32,6 +68,11 @@ pub fn checked_numel(shape: &[usize]) -> Option<usize> {
 /// the product of the non-zero dimensions fits `usize`, so that every stride and every
 /// prefix or suffix product an evaluator computes (even of an empty value) is exact.
 pub fn check_shape(shape: &[usize]) -> Result<usize, String> {
+    check_shape_within(shape, MAX_ELEMENTS)
+}
+
+/// [`check_shape`] with `max` elements in place of [`MAX_ELEMENTS`].
+pub fn check_shape_within(shape: &[usize], max: usize) -> Result<usize, String> {
     if let Some((ax, &d)) = shape.iter().enumerate().find(|(_, &d)| d > MAX_DIMENSION) {
         return Err(format!(
             "shape {shape:?}: dimension {ax} is {d}, over the limit of {MAX_DIMENSION} for one dimension"
@@ -43,13 +84,13 @@ pub fn check_shape(shape: &[usize]) -> Result<usize, String> {
         .try_fold(1usize, |a, &d| a.checked_mul(d));
     if extent.is_none() {
         return Err(format!(
-            "shape {shape:?}: the product of its dimensions overflows (more than {MAX_ELEMENTS} elements)"
+            "shape {shape:?}: the product of its dimensions overflows (more than {max} elements)"
         ));
     }
     match checked_numel(shape) {
-        Some(n) if n <= MAX_ELEMENTS => Ok(n),
+        Some(n) if n <= max => Ok(n),
         _ => Err(format!(
-            "value of shape {shape:?} has more than {MAX_ELEMENTS} elements"
+            "value of shape {shape:?} has more than {max} elements"
         )),
     }
 }
@@ -91,19 +132,25 @@ impl Verified {
     }
 }
 
-/// Verifies every node of `g` (sources first).
+/// Verifies every node of `g` (sources first) within the oracle's limits.
 pub fn verify(g: &Graph) -> Result<Verified> {
+    verify_with(g, &Limits::ORACLE)
+}
+
+/// Verifies every node of `g` (sources first) within `lim`.
+pub fn verify_with(g: &Graph, lim: &Limits) -> Result<Verified> {
     let mut infos: Vec<Info> = Vec::with_capacity(g.len());
     let mut total: usize = 0;
     for id in g.ids() {
-        let info = verify_node(g, &infos, id)?;
+        let info = verify_node(g, &infos, id, lim)?;
         // Every value's shape is bounded before anything downstream (the next node's checks,
         // the evaluator) multiplies its dimensions.
-        let numel = check_shape(&info.shape).map_err(|r| err(g, id, r))?;
+        let numel = check_shape_within(&info.shape, lim.max_elements).map_err(|r| err(g, id, r))?;
         let copies = info.device.as_ref().map_or(1, |d| d.devices().len());
         total = total.saturating_add(numel.saturating_mul(copies));
-        if total > MAX_TOTAL_ELEMENTS {
-            return Err(err(g, id, format!("the graph's values have more than {MAX_TOTAL_ELEMENTS} elements in all (the oracle keeps every value)")));
+        if total > lim.max_total_elements {
+            let max = lim.max_total_elements;
+            return Err(err(g, id, format!("the graph's values have more than {max} elements in all (the oracle keeps every value)")));
         }
         infos.push(info);
     }
@@ -168,7 +215,7 @@ fn same_device(a: &Option<DeviceSpec>, b: &Option<DeviceSpec>) -> bool {
     }
 }
 
-fn verify_node(g: &Graph, infos: &[Info], id: NodeId) -> Result<Info> {
+fn verify_node(g: &Graph, infos: &[Info], id: NodeId, lim: &Limits) -> Result<Info> {
     let n = g.node(id);
     let e = |reason: String| err(g, id, reason);
     let src: Vec<&Info> = n.src.iter().map(|s| &infos[s.index()]).collect();
@@ -212,9 +259,10 @@ fn verify_node(g: &Graph, infos: &[Info], id: NodeId) -> Result<Info> {
             if n.dtype == DType::Void {
                 return Err(e("a buffer needs an element dtype".into()));
             }
-            if *size > MAX_ELEMENTS {
+            if *size > lim.max_elements {
+                let max = lim.max_elements;
                 return Err(e(format!(
-                    "buffer of {size} elements is over the limit of {MAX_ELEMENTS}"
+                    "buffer of {size} elements is over the limit of {max}"
                 )));
             }
             if let DeviceSpec::Multi(ds) = device {

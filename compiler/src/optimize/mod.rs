@@ -4,6 +4,9 @@
 //!
 //! * [`reduce`]: `expand_reduce`, a REDUCE node → a register accumulator and its loops
 //!   (every target needs it; it runs last).
+//! * [`interchange`]: `cpu_interchange` (the CPU target), a reduction's output axis along
+//!   which its operand is contiguous moved inside the reduce loop, with a row of
+//!   accumulators (matmul i, j, k → i, k, j; each element's fold order unchanged).
 //! * [`gpu`]: the GPU-style lowering: `gpu_launch` turns the outer loops of the kernel into
 //!   launch indices (`gidx0..2`), `gpu_local_reduce` turns a top-level reduction whose result
 //!   does not depend on the fold order (integer ADD/MUL/MAX, which wrap) into a
@@ -15,6 +18,7 @@
 //! [`finishing`] ones.
 
 pub mod gpu;
+pub mod interchange;
 pub mod reduce;
 
 use std::collections::BTreeMap;
@@ -43,7 +47,7 @@ impl Pass {
 /// [`finishing`] passes always run after them.
 pub fn passes(target: Target) -> Vec<Pass> {
     match target {
-        Target::Cpu => vec![],
+        Target::Cpu => vec![bottom_up(interchange::interchange())],
         Target::Gpu => vec![
             Pass {
                 rules: gpu::launch(),

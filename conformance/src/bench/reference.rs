@@ -1,5 +1,5 @@
 //! An independent reference for workloads the oracle is not asked to evaluate (the full-size
-//! matmul: the oracle would keep its k×m×n product, 2^27 elements at 512³).
+//! matmul: the oracle would keep its k×m×n product, 2^30 elements at 1024³, over its cap).
 //!
 //! What "exact" means for such a workload: the compiled output equals, bit for bit, this
 //! straightforward float32 loop, which does what the graph declares — one rounding per MUL,

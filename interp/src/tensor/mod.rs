@@ -69,6 +69,9 @@ struct State {
     storage: Vec<Option<StorageOf>>,
     /// Per storage (BUFFER node): the newest STORE made into it through this context.
     last_store: HashMap<NodeId, NodeId>,
+    /// The limits every constructor verifies within ([`verify::Limits::ORACLE`] unless
+    /// the context was made with [`Ctx::with_limits`]); `evaluate` always uses the oracle's.
+    limits: verify::Limits,
 }
 
 /// [`StorageOf`] of a node not yet added (a BUFFER's buffer is itself: `None`).
@@ -123,6 +126,16 @@ impl fmt::Debug for Tensor {
 impl Ctx {
     pub fn new() -> Ctx {
         Ctx::default()
+    }
+
+    /// A context whose constructors verify within `limits`: [`verify::Limits::COMPILE`]
+    /// builds graphs for the compiler that the oracle would refuse (a 4096² matmul's
+    /// product). [`Ctx::evaluate`] still verifies within the oracle's limits and refuses
+    /// such a graph with its size message.
+    pub fn with_limits(limits: verify::Limits) -> Ctx {
+        let ctx = Ctx::default();
+        ctx.0.borrow_mut().limits = limits;
+        ctx
     }
 
     /// A copy of the graph built so far (every node of it is valid).
@@ -379,7 +392,7 @@ impl State {
             src,
             ..node.clone()
         });
-        match verify::verify(&mini) {
+        match verify::verify_with(&mini, &self.limits) {
             Ok(v) => Ok(v.info(new).clone()),
             Err(Error::Verify {
                 node: bad,
@@ -413,7 +426,7 @@ impl State {
         let mut n = node.clone();
         n.src = n.src.iter().map(|s| map[s]).collect();
         let new = mini.add(n);
-        match verify::verify(&mini) {
+        match verify::verify_with(&mini, &self.limits) {
             Ok(v) => Ok(v.info(new).clone()),
             Err(Error::Verify {
                 node: bad,
