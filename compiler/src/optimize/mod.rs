@@ -9,13 +9,20 @@
 //!   does not depend on the fold order (integer ADD/MUL/MAX, which wrap) into a
 //!   local-memory tree reduction over `lidx0` with barriers and stores the result from
 //!   `lidx0 == 0` only.
+//! * [`threads`]: `cpu_threads` marks the outermost loop of a kernel parallel
+//!   ([`threads::PARALLEL_AXIS`]) when its iterations touch disjoint elements of what the
+//!   kernel writes; the CPU runtime runs chunks of it on a thread pool.
+//! * [`lanes`]: `cpu_split_lanes` lowers a declared `split(k)` reduce order as k lanes of a
+//!   register array filled block by block (a loop the C compiler vectorizes), same bits.
 //!
 //! Which passes run is [`passes`] of the [`Target`] the schedule options name (the GPU
 //! target also runs `symbolic` on the whole kernel graph after its own passes), then the
 //! [`finishing`] ones.
 
 pub mod gpu;
+pub mod lanes;
 pub mod reduce;
+pub mod threads;
 
 use std::collections::BTreeMap;
 
@@ -43,7 +50,13 @@ impl Pass {
 /// [`finishing`] passes always run after them.
 pub fn passes(target: Target) -> Vec<Pass> {
     match target {
-        Target::Cpu => vec![],
+        Target::Cpu => vec![
+            Pass {
+                rules: threads::threads(),
+                order: Order::TopDown,
+            },
+            bottom_up(lanes::split_lanes()),
+        ],
         Target::Gpu => vec![
             Pass {
                 rules: gpu::launch(),
