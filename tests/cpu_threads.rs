@@ -44,7 +44,10 @@ fn threaded_elementwise_equals_one_thread_and_the_reference() {
     let r = Runner::new(&w, compiler()).expect("compile");
     // The pass fired: the kernel has an entry over part of its loop.
     assert!(r.source.contains("void par_k_"), "{}", r.source);
-    assert!(r.threads_used(4).unwrap() > 1, "4M elements should use >1 thread");
+    assert!(
+        r.threads_used(4).unwrap() > 1,
+        "4M elements should use >1 thread"
+    );
     assert_eq!(r.threads_used(1).unwrap(), 1);
     r.run_on(Some(1)).unwrap();
     let one = out_bits(&r);
@@ -99,7 +102,11 @@ fn sum_runner(xs: &[u32], k: usize) -> Runner {
 #[test]
 fn split_lanes_give_the_declared_orders_bits() {
     let mut rng = Rng::new(11);
-    let base: Vec<u32> = rng.f32s(1000 + 13, -1e3, 1e3).iter().map(|f| f.to_bits()).collect();
+    let base: Vec<u32> = rng
+        .f32s(1000 + 13, -1e3, 1e3)
+        .iter()
+        .map(|f| f.to_bits())
+        .collect();
     let neg_zero = 0x8000_0000u32;
     let (inf, ninf, nan, nnan) = (0x7f80_0000u32, 0xff80_0000u32, 0x7fc0_0001u32, 0xffc0_0000);
     let mut cases: Vec<(&str, Vec<u32>)> = vec![("random", base.clone())];

@@ -34,7 +34,11 @@ pub const MAX_LANES: usize = 1024;
 pub fn split_lanes() -> RuleSet {
     RuleSet::new(
         "cpu_split_lanes",
-        vec![Rule::new("split_to_lanes", Pat::node(Op::REDUCE), split_to_lanes)],
+        vec![Rule::new(
+            "split_to_lanes",
+            Pat::node(Op::REDUCE),
+            split_to_lanes,
+        )],
     )
 }
 
@@ -85,7 +89,14 @@ fn split_to_lanes(g: &mut Graph, _c: &Captures, id: NodeId) -> Option<NodeId> {
     let l0 = range(g, kk, pass_id(id, 1));
     let a0 = after(g, lane, &outer);
     let at0 = alu(g, Op::INDEX, dt, vec![a0, l0]);
-    let init = add(g, Op::STORE, DType::Void, vec![at0, identity], KArg::None, 0);
+    let init = add(
+        g,
+        Op::STORE,
+        DType::Void,
+        vec![at0, identity],
+        KArg::None,
+        0,
+    );
     let mut done = add(g, Op::END, DType::Void, vec![init, l0], KArg::None, 0);
     let kc = i64c(g, kk);
     // Blocks: lane[l] ⊕= x(b·k + l).

@@ -124,12 +124,15 @@ fn disjoint(g: &Graph, body: NodeId, r: NodeId) -> bool {
         })
         .collect();
     // A store whose address is not an INDEX into a param or register is not understood.
-    let stores_ok = reach.iter().filter(|&&n| g.node(n).op == Op::STORE).all(|&n| {
-        g.node(n)
-            .src
-            .first()
-            .is_some_and(|&at| g.node(at).op == Op::INDEX)
-    });
+    let stores_ok = reach
+        .iter()
+        .filter(|&&n| g.node(n).op == Op::STORE)
+        .all(|&n| {
+            g.node(n)
+                .src
+                .first()
+                .is_some_and(|&at| g.node(at).op == Op::INDEX)
+        });
     if !stores_ok {
         return false;
     }
@@ -258,7 +261,10 @@ mod tests {
         let (g, body, r) = kernel(4, |g, r, j| row(g, r, j, 4), None);
         assert!(disjoint(&g, body, r), "out[4r + j], j < 4");
         let (g, body, r) = kernel(5, |g, r, j| row(g, r, j, 4), None);
-        assert!(!disjoint(&g, body, r), "out[4r + j], j < 5 overlaps the next row");
+        assert!(
+            !disjoint(&g, body, r),
+            "out[4r + j], j < 5 overlaps the next row"
+        );
         let (g, body, r) = kernel(
             1,
             |g, r, _| {
@@ -267,7 +273,10 @@ mod tests {
             },
             None,
         );
-        assert!(!disjoint(&g, body, r), "out[r / 2]: two iterations, one element");
+        assert!(
+            !disjoint(&g, body, r),
+            "out[r / 2]: two iterations, one element"
+        );
         let (g, body, r) = kernel(1, |_, _, j| j, None);
         assert!(!disjoint(&g, body, r), "a store that does not depend on r");
         let next = |g: &mut Graph, r: NodeId| {
@@ -275,7 +284,10 @@ mod tests {
             alu(g, Op::ADD, DType::Int64, vec![r, one])
         };
         let (g, body, r) = kernel(1, |_, r, _| r, Some(&next));
-        assert!(!disjoint(&g, body, r), "out[r] = out[r + 1] reads the next iteration's");
+        assert!(
+            !disjoint(&g, body, r),
+            "out[r] = out[r + 1] reads the next iteration's"
+        );
         let same = |_: &mut Graph, r: NodeId| r;
         let (g, body, r) = kernel(1, |_, r, _| r, Some(&same));
         assert!(disjoint(&g, body, r), "out[r] = out[r] in place");

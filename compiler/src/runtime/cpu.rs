@@ -99,7 +99,8 @@ fn load_program(compiler: &CCompiler, unit: &Unit, source: &str) -> Result<CpuPr
         // SAFETY: `par_<symbol>` has the `ParFn` signature and `parinfo_<symbol>` is an
         // `int64_t[2]` wherever the C renderer emits them (`render::par`).
         let entry = unsafe { lib.get::<ParFn>(format!("par_{}", k.symbol).as_bytes()) };
-        let info = unsafe { lib.get::<*const [i64; 2]>(format!("parinfo_{}", k.symbol).as_bytes()) };
+        let info =
+            unsafe { lib.get::<*const [i64; 2]>(format!("parinfo_{}", k.symbol).as_bytes()) };
         if let (Ok(entry), Ok(info)) = (entry, info) {
             // SAFETY: as above; the array lives as long as the library.
             let [extent, work] = unsafe { **info };
@@ -244,10 +245,9 @@ impl CpuDevice {
     /// without a parallel loop or too small to split).
     pub fn threads_for(&self, prog: &Compiled, kernel: &str, threads: usize) -> Result<usize> {
         let (cpu, _) = super::program_for::<CpuProgram>(prog, kernel, &self.name, |_| true)?;
-        Ok(cpu
-            .par
-            .get(kernel)
-            .map_or(1, |&(_, extent, work)| threads::chunks(extent, work, threads)))
+        Ok(cpu.par.get(kernel).map_or(1, |&(_, extent, work)| {
+            threads::chunks(extent, work, threads)
+        }))
     }
 }
 

@@ -132,7 +132,9 @@ impl Runner {
                         .collect();
                     match threads {
                         None => self.dev.launch(&self.compiled, &program.name, &bufs),
-                        Some(n) => self.dev.launch_threads(&self.compiled, &program.name, &bufs, n),
+                        Some(n) => self
+                            .dev
+                            .launch_threads(&self.compiled, &program.name, &bufs, n),
                     }
                     .map_err(|e| BenchError::Run(e.to_string()))?;
                 }
