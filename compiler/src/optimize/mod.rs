@@ -12,6 +12,11 @@
 //!   does not depend on the fold order (integer ADD/MUL/MAX, which wrap) into a
 //!   local-memory tree reduction over `lidx0` with barriers and stores the result from
 //!   `lidx0 == 0` only.
+//! * [`threads`]: `cpu_threads` marks the outermost loop of a kernel parallel
+//!   ([`threads::PARALLEL_AXIS`]) when its iterations touch disjoint elements of what the
+//!   kernel writes; the CPU runtime runs chunks of it on a thread pool.
+//! * [`lanes`]: `cpu_split_lanes` lowers a declared `split(k)` reduce order as k lanes of a
+//!   register array filled block by block (a loop the C compiler vectorizes), same bits.
 //!
 //! Which passes run is [`passes`] of the [`Target`] the schedule options name (the GPU
 //! target also runs `symbolic` on the whole kernel graph after its own passes), then the
@@ -19,7 +24,9 @@
 
 pub mod gpu;
 pub mod interchange;
+pub mod lanes;
 pub mod reduce;
+pub mod threads;
 
 use std::collections::BTreeMap;
 
@@ -47,7 +54,16 @@ impl Pass {
 /// [`finishing`] passes always run after them.
 pub fn passes(target: Target) -> Vec<Pass> {
     match target {
-        Target::Cpu => vec![bottom_up(interchange::interchange())],
+        // Loop structure first (interchange, lanes), then the parallel loop, whose
+        // disjoint-write proof is made on the final loop nest.
+        Target::Cpu => vec![
+            bottom_up(interchange::interchange()),
+            bottom_up(lanes::split_lanes()),
+            Pass {
+                rules: threads::threads(),
+                order: Order::TopDown,
+            },
+        ],
         Target::Gpu => vec![
             Pass {
                 rules: gpu::launch(),

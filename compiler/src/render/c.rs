@@ -37,7 +37,7 @@ use uopkit_interp::ir::{DType, Op};
 use uopkit_interp::kernel::{InstId, KArg, Program};
 use uopkit_interp::scalar::cast::{mask, to_i128};
 
-use super::{gpu, nan, KernelSig, Lang, Launch, RenderError, Renderer, Unit};
+use super::{gpu, nan, par, KernelSig, Lang, Launch, RenderError, Renderer, Unit};
 
 /// The prelude of helpers every unit starts with (see `prelude.h`).
 pub const PRELUDE: &str = include_str!("prelude.h");
@@ -240,6 +240,10 @@ fn v(id: InstId) -> String {
 
 fn render_program(d: &CStyle, out: &mut String, p: &Program) {
     let _ = writeln!(out, "/* kernel {} */", p.name.replace("*/", "* /"));
+    let par = match d.lang {
+        Lang::C => par::parallel_loop(p),
+        _ => None,
+    };
     match d.lang {
         Lang::C => {
             // The body takes the params as `UK_RESTRICT` pointers (the runtime compiles a
@@ -258,19 +262,41 @@ fn render_program(d: &CStyle, out: &mut String, p: &Program) {
                 .enumerate()
                 .map(|(s, decl)| format!("({} *)args[{s}]", ctype(decl.dtype)))
                 .collect();
+            let mut params = params;
+            let mut call = call;
+            let mut part = call.clone();
+            if par.is_some() {
+                // The parallel loop runs [uk_lo, uk_hi) ∩ [0, extent) (see `par`).
+                params.extend(["int64_t uk_lo".to_string(), "int64_t uk_hi".to_string()]);
+                call.extend(["0".to_string(), "INT64_MAX".to_string()]);
+                part.extend(["lo".to_string(), "hi".to_string()]);
+            }
             let plist = if params.is_empty() {
                 "void".to_string()
             } else {
                 params.join(", ")
             };
             // `body_` + the entry symbol: entry symbols all start with `k_`, so no entry
-            // symbol of another program can be this name.
+            // symbol of another program can be this name (nor `par_`, `parinfo_`).
             let _ = writeln!(out, "static void body_{sym}({plist});");
             let _ = writeln!(
                 out,
                 "void {sym}(void **args) {{ (void)args; body_{sym}({}); }}",
                 call.join(", ")
             );
+            if let Some(pl) = par {
+                let _ = writeln!(
+                    out,
+                    "void par_{sym}(void **args, int64_t lo, int64_t hi) {{ (void)args; body_{sym}({}); }}",
+                    part.join(", ")
+                );
+                let _ = writeln!(
+                    out,
+                    "const int64_t parinfo_{sym}[2] = {{ {}, {} }};",
+                    pl.extent,
+                    pl.work.min(i64::MAX as u64)
+                );
+            }
             let _ = writeln!(out, "static void body_{sym}({plist}) {{");
         }
         _ => {
@@ -287,7 +313,11 @@ fn render_program(d: &CStyle, out: &mut String, p: &Program) {
         if inst.op == Op::END {
             depth = depth.saturating_sub(1).max(1);
         }
-        let line = match render_inst(d, p, i, &nan) {
+        let line = match par.filter(|pl| pl.inst == i) {
+            Some(_) => par_range(p, i),
+            None => render_inst(d, p, i, &nan),
+        };
+        let line = match line {
             Ok(line) => line,
             Err(msg) => format!(
                 "#error \"uopkit {} renderer: v{i}: {}\"",
@@ -306,6 +336,19 @@ fn render_program(d: &CStyle, out: &mut String, p: &Program) {
         }
     }
     out.push_str("}\n");
+}
+
+/// The parallel loop's `for`: iterations [uk_lo, uk_hi) ∩ [0, extent).
+fn par_range(p: &Program, i: usize) -> Result<String, String> {
+    let e = p.insts[i]
+        .src
+        .first()
+        .filter(|e| e.index() < i)
+        .ok_or("RANGE without an earlier extent")?;
+    let (name, e) = (format!("v{i}"), v(*e));
+    Ok(format!(
+        "int64_t {name}_hi = uk_hi < (int64_t){e} ? uk_hi : (int64_t){e}; for (int64_t {name} = uk_lo; {name} < {name}_hi; {name}++) {{"
+    ))
 }
 
 fn render_inst(d: &CStyle, p: &Program, i: usize, nan: &nan::NanPlan) -> Result<String, String> {

@@ -12,6 +12,7 @@
 pub mod c;
 pub mod gpu;
 pub mod nan;
+pub mod par;
 
 use uopkit_interp::ir::Op;
 use uopkit_interp::kernel::{KArg, ParamDecl, Program};

@@ -10,6 +10,10 @@
 //! more with `#define UK_RESTRICT` empty instead, made on first need: `restrict` is only
 //! ever in effect for buffers that do not share memory.
 //!
+//! A kernel with a parallel loop (the `cpu_threads` pass) runs in chunks on several threads
+//! when it is big enough (see [`super::threads`]; `UOPKIT_CPU_THREADS` sets how many),
+//! except for launches whose buffers alias, which run on the calling thread.
+//!
 //! Every kernel launch (like every `dlopen` in [`CCompiler`]) runs inside an
 //! [`FpGuard`]: a kernel that changes the thread's FP control state (flush-to-zero,
 //! rounding) has it restored, and the change is recorded for
@@ -25,6 +29,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use libloading::Library;
 
 use super::fpenv::FpGuard;
+use super::threads::{self, ParFn};
 use super::{Buffer, CCompiler, Compiled, Device, Error, Lang, Result, Unit};
 
 /// Allocation alignment (a cache line; enough for any element type and for vector loads).
@@ -57,6 +62,8 @@ struct CpuProgram {
     /// `Some` until dropped.
     lib: Option<Arc<Library>>,
     kernels: BTreeMap<String, KernelFn>,
+    /// The kernels with a parallel loop: their `par_` entry, extent and work per iteration.
+    par: BTreeMap<String, (ParFn, i64, u64)>,
     /// The unit, for the variant without `restrict`.
     unit: Unit,
     /// The variant without `restrict` (for launches whose buffers alias), once made.
@@ -81,6 +88,7 @@ impl Drop for CpuProgram {
 fn load_program(compiler: &CCompiler, unit: &Unit, source: &str) -> Result<CpuProgram> {
     let (lib, path) = compiler.load(source)?;
     let mut kernels = BTreeMap::new();
+    let mut par = BTreeMap::new();
     for k in &unit.kernels {
         // SAFETY: every kernel the C renderer emits has the `KernelFn` signature.
         let f = unsafe { lib.get::<KernelFn>(k.symbol.as_bytes()) }.map_err(|e| Error::Load {
@@ -88,13 +96,36 @@ fn load_program(compiler: &CCompiler, unit: &Unit, source: &str) -> Result<CpuPr
             message: format!("kernel '{}': {e}", k.name),
         })?;
         kernels.insert(k.name.clone(), *f);
+        // SAFETY: `par_<symbol>` has the `ParFn` signature and `parinfo_<symbol>` is an
+        // `int64_t[2]` wherever the C renderer emits them (`render::par`).
+        let entry = unsafe { lib.get::<ParFn>(format!("par_{}", k.symbol).as_bytes()) };
+        let info =
+            unsafe { lib.get::<*const [i64; 2]>(format!("parinfo_{}", k.symbol).as_bytes()) };
+        if let (Ok(entry), Ok(info)) = (entry, info) {
+            // SAFETY: as above; the array lives as long as the library.
+            let [extent, work] = unsafe { **info };
+            kernels_par(&mut par, &k.name, *entry, extent, work);
+        }
     }
     Ok(CpuProgram {
         lib: Some(lib),
         kernels,
+        par,
         unit: unit.clone(),
         aliasing: Mutex::new(None),
     })
+}
+
+fn kernels_par(
+    par: &mut BTreeMap<String, (ParFn, i64, u64)>,
+    name: &str,
+    entry: ParFn,
+    extent: i64,
+    work: i64,
+) {
+    if extent > 0 && work > 0 {
+        par.insert(name.to_string(), (entry, extent, work as u64));
+    }
 }
 
 /// Whether two of `ptrs` are the same memory (CPU allocations never overlap otherwise).
@@ -154,6 +185,69 @@ impl CpuDevice {
                 buffer_device: buf.device().to_string(),
             }),
         }
+    }
+
+    /// [`Device::launch`] with at most `threads` threads for a kernel's parallel loop (one
+    /// thread runs every other kernel, and every launch whose buffers alias).
+    pub fn launch_threads(
+        &self,
+        prog: &Compiled,
+        kernel: &str,
+        args: &[&Buffer],
+        threads: usize,
+    ) -> Result<()> {
+        let (cpu, sig) = super::program_for::<CpuProgram>(prog, kernel, &self.name, |_| true)?;
+        super::check_args(sig, args)?;
+        let mut ptrs = Vec::with_capacity(args.len());
+        for buf in args {
+            ptrs.push(self.mem(buf)?.ptr.as_ptr() as *mut c_void);
+        }
+        let aliased = any_alias(&ptrs);
+        let f = if aliased {
+            let mut slot = cpu.aliasing.lock().unwrap_or_else(|e| e.into_inner());
+            if slot.is_none() {
+                let source = format!("{NO_RESTRICT}{}", cpu.unit.source);
+                *slot = Some(Box::new(load_program(&self.compiler, &cpu.unit, &source)?));
+            }
+            slot.as_ref().and_then(|p| p.kernels.get(kernel).copied())
+        } else {
+            cpu.kernels.get(kernel).copied()
+        }
+        .ok_or_else(|| Error::UnknownKernel(kernel.to_string()))?;
+        let par = match cpu.par.get(kernel) {
+            Some(&(entry, extent, work)) if !aliased => {
+                Some((entry, extent, threads::chunks(extent, work, threads)))
+            }
+            _ => None,
+        };
+        let _g = self.guard();
+        let what = || format!("launch of kernel '{kernel}' on {}", self.name);
+        match par {
+            Some((entry, extent, n)) if n > 1 => {
+                // SAFETY: as below, for each chunk; the chunks touch disjoint elements (the
+                // `cpu_threads` pass's proof) of buffers that do not alias (checked above).
+                unsafe { threads::run_chunks(entry, ptrs.as_mut_ptr(), extent, n, &what) };
+            }
+            _ => {
+                let fp = FpGuard::new();
+                // SAFETY: the kernel accesses param i within its declared size (the
+                // renderer's contract with lowering), which fits in buffer i as checked
+                // above; the device lock keeps every other access to these buffers out
+                // while it runs.
+                unsafe { f(ptrs.as_mut_ptr()) };
+                fp.restore_and_record(what);
+            }
+        }
+        Ok(())
+    }
+
+    /// How many threads a launch of `kernel` runs on with at most `threads` (1 for a kernel
+    /// without a parallel loop or too small to split).
+    pub fn threads_for(&self, prog: &Compiled, kernel: &str, threads: usize) -> Result<usize> {
+        let (cpu, _) = super::program_for::<CpuProgram>(prog, kernel, &self.name, |_| true)?;
+        Ok(cpu.par.get(kernel).map_or(1, |&(_, extent, work)| {
+            threads::chunks(extent, work, threads)
+        }))
     }
 }
 
@@ -215,31 +309,7 @@ impl Device for CpuDevice {
     }
 
     fn launch(&self, prog: &Compiled, kernel: &str, args: &[&Buffer]) -> Result<()> {
-        let (cpu, sig) = super::program_for::<CpuProgram>(prog, kernel, &self.name, |_| true)?;
-        super::check_args(sig, args)?;
-        let mut ptrs = Vec::with_capacity(args.len());
-        for buf in args {
-            ptrs.push(self.mem(buf)?.ptr.as_ptr() as *mut c_void);
-        }
-        let f = if any_alias(&ptrs) {
-            let mut slot = cpu.aliasing.lock().unwrap_or_else(|e| e.into_inner());
-            if slot.is_none() {
-                let source = format!("{NO_RESTRICT}{}", cpu.unit.source);
-                *slot = Some(Box::new(load_program(&self.compiler, &cpu.unit, &source)?));
-            }
-            slot.as_ref().and_then(|p| p.kernels.get(kernel).copied())
-        } else {
-            cpu.kernels.get(kernel).copied()
-        }
-        .ok_or_else(|| Error::UnknownKernel(kernel.to_string()))?;
-        let _g = self.guard();
-        let fp = FpGuard::new();
-        // SAFETY: the kernel accesses param i within its declared size (the renderer's
-        // contract with lowering), which fits in buffer i as checked above; the device lock
-        // keeps every other access to these buffers out while it runs.
-        unsafe { f(ptrs.as_mut_ptr()) };
-        fp.restore_and_record(|| format!("launch of kernel '{kernel}' on {}", self.name));
-        Ok(())
+        self.launch_threads(prog, kernel, args, threads::cpu_threads()?)
     }
 
     fn copy_to(&self, src: &Buffer, dst_device: &dyn Device, dst: &Buffer) -> Result<()> {

@@ -24,6 +24,7 @@ pub mod cpu;
 pub mod cuda;
 pub mod fpenv;
 pub mod hip;
+pub mod threads;
 
 use std::any::Any;
 use std::fmt;

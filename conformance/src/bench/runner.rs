@@ -30,6 +30,8 @@ pub struct Runner {
     /// The C compiler's time (a cold compile: the compiler's cache directory is fresh).
     pub cc_time: Duration,
     pub kernels: usize,
+    /// The rendered C unit.
+    pub source: String,
 }
 
 impl Runner {
@@ -89,6 +91,7 @@ impl Runner {
             }
         }
         Ok(Runner {
+            source: unit.source.clone(),
             kernels: schedule.kernels(),
             dev,
             schedule,
@@ -101,6 +104,27 @@ impl Runner {
 
     /// Runs every step once; the wall time.
     pub fn run(&self) -> Result<Duration, BenchError> {
+        self.run_on(None)
+    }
+
+    /// The most threads one of the kernels runs on, given at most `threads`.
+    pub fn threads_used(&self, threads: usize) -> Result<usize, BenchError> {
+        let mut most = 1;
+        for st in &self.schedule.steps {
+            if let Step::Kernel { program, .. } = st {
+                let n = self
+                    .dev
+                    .threads_for(&self.compiled, &program.name, threads)
+                    .map_err(|e| BenchError::Run(e.to_string()))?;
+                most = most.max(n);
+            }
+        }
+        Ok(most)
+    }
+
+    /// [`Runner::run`] with at most `threads` threads per kernel (None: the runtime's
+    /// default, `UOPKIT_CPU_THREADS` or every core).
+    pub fn run_on(&self, threads: Option<usize>) -> Result<Duration, BenchError> {
         let start = Instant::now();
         for st in &self.schedule.steps {
             match st {
@@ -109,9 +133,13 @@ impl Runner {
                         .iter()
                         .map(|a| &self.storages[&self.schedule.buffers[a.0 as usize].storage])
                         .collect();
-                    self.dev
-                        .launch(&self.compiled, &program.name, &bufs)
-                        .map_err(|e| BenchError::Run(e.to_string()))?;
+                    match threads {
+                        None => self.dev.launch(&self.compiled, &program.name, &bufs),
+                        Some(n) => self
+                            .dev
+                            .launch_threads(&self.compiled, &program.name, &bufs, n),
+                    }
+                    .map_err(|e| BenchError::Run(e.to_string()))?;
                 }
                 Step::Copy { dst, src } => {
                     let (d, s) = (

@@ -84,7 +84,8 @@ fn err(name: &str) -> impl Fn(uopkit_interp::error::Error) -> BenchError + '_ {
     move |e| BenchError::Build(format!("workload {name}: {e}"))
 }
 
-fn buffer(
+/// A `shape` buffer of `data` rounded to `dtype`, on CPU:0.
+pub fn buffer(
     ctx: &Ctx,
     shape: &[usize],
     dtype: DType,
@@ -98,7 +99,7 @@ fn buffer(
 }
 
 /// REDUCE over the first `axes` axes of `x` with `order`.
-fn reduce(
+pub fn reduce(
     x: &Tensor,
     op: Op,
     axes: usize,

@@ -1,0 +1,127 @@
+//! Threads for the CPU runtime: how many, and running a kernel's parallel loop in chunks.
+//!
+//! A kernel whose outermost loop the `cpu_threads` pass marked parallel has an entry
+//! `par_k_<name>(args, lo, hi)` over iterations `[lo, hi)` (see `render::par`). A launch
+//! splits the loop into at most [`cpu_threads`] contiguous chunks of equal size (± 1), one
+//! per scoped thread (the calling thread runs the first), each at least
+//! [`MIN_WORK_PER_THREAD`] estimated instructions: small kernels stay on one thread. The
+//! iterations touch disjoint elements (the pass's proof), so the chunks give the bits one
+//! thread gives.
+//!
+//! `UOPKIT_CPU_THREADS=n` (n ≥ 1) sets the number of threads; unset, it is
+//! `std::thread::available_parallelism()`.
+
+use std::ffi::c_void;
+
+use super::fpenv::FpGuard;
+use super::{Error, Result};
+
+/// The environment variable that sets the number of threads.
+pub const THREADS_VAR: &str = "UOPKIT_CPU_THREADS";
+
+/// The least estimated work (instructions) a thread is given.
+pub const MIN_WORK_PER_THREAD: u64 = 1 << 16;
+
+/// The entry over part of a parallel loop.
+pub type ParFn = unsafe extern "C" fn(*mut *mut c_void, i64, i64);
+
+/// The number of threads a launch may use: `UOPKIT_CPU_THREADS`, else every core.
+pub fn cpu_threads() -> Result<usize> {
+    match std::env::var(THREADS_VAR) {
+        Ok(v) => v
+            .trim()
+            .parse::<usize>()
+            .ok()
+            .filter(|&n| n >= 1)
+            .ok_or_else(|| Error::BadSetting {
+                name: THREADS_VAR.into(),
+                value: v.clone(),
+                message: "expected a number of threads, at least 1".into(),
+            }),
+        Err(std::env::VarError::NotPresent) => Ok(std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)),
+        Err(std::env::VarError::NotUnicode(v)) => Err(Error::BadSetting {
+            name: THREADS_VAR.into(),
+            value: v.to_string_lossy().into_owned(),
+            message: "not UTF-8".into(),
+        }),
+    }
+}
+
+/// How many chunks a loop of `extent` iterations of `work` instructions each is split into,
+/// with at most `threads` threads.
+pub fn chunks(extent: i64, work: u64, threads: usize) -> usize {
+    let extent = u64::try_from(extent).unwrap_or(0);
+    let total = extent.saturating_mul(work.max(1));
+    let by_work = total / MIN_WORK_PER_THREAD;
+    (threads as u64).min(extent).min(by_work).max(1) as usize
+}
+
+/// The argument array of a launch, shared read-only by the chunks' threads.
+struct Args(*mut *mut c_void);
+
+// SAFETY: the kernels only read the array; the buffers it points to are touched by the
+// chunks at disjoint elements (the `cpu_threads` pass's proof), and the device lock held by
+// the launching thread keeps every other access out until all chunks have returned.
+unsafe impl Send for Args {}
+unsafe impl Sync for Args {}
+
+impl Args {
+    /// The pointer (a method, so that closures capture the whole `Args`).
+    fn get(&self) -> *mut *mut c_void {
+        self.0
+    }
+}
+
+/// Runs iterations `[0, extent)` of `f` in `n` chunks on scoped threads (the calling thread
+/// runs the first). Each thread's FP control state is guarded as a launch's is; `what`
+/// names the launch in a tampering record.
+///
+/// # Safety
+/// `f` must be the `par_` entry of a kernel whose buffers `args` holds (as for the kernel's
+/// whole-loop entry), and no two of those buffers may alias.
+pub unsafe fn run_chunks(
+    f: ParFn,
+    args: *mut *mut c_void,
+    extent: i64,
+    n: usize,
+    what: &(dyn Fn() -> String + Sync),
+) {
+    let n = n.max(1) as i64;
+    let bounds = |c: i64| -> (i64, i64) {
+        let (q, r) = (extent / n, extent % n);
+        let lo = c * q + c.min(r);
+        (lo, lo + q + i64::from(c < r))
+    };
+    let args = Args(args);
+    let run = |c: i64| {
+        let (lo, hi) = bounds(c);
+        let fp = FpGuard::new();
+        // SAFETY: the caller's contract; chunk c runs its own iterations only.
+        unsafe { f(args.get(), lo, hi) };
+        fp.restore_and_record(|| format!("{} (chunk {c})", what()));
+    };
+    std::thread::scope(|s| {
+        for c in 1..n {
+            let run = &run;
+            s.spawn(move || run(c));
+        }
+        run(0);
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn small_loops_stay_on_one_thread() {
+        assert_eq!(chunks(16, 4, 8), 1);
+        assert_eq!(chunks(1, u64::MAX, 8), 1);
+        assert_eq!(chunks(1 << 24, 4, 8), 8);
+        assert_eq!(chunks(1 << 24, 4, 1), 1);
+        // Two threads' worth of work, and no more.
+        assert_eq!(chunks(2, MIN_WORK_PER_THREAD, 8), 2);
+    }
+}

@@ -1,0 +1,142 @@
+//! The CPU backend's `cpu_threads` and `cpu_split_lanes` passes, end to end (schedule →
+//! C → the CPU runtime): a threaded kernel gives the bits one thread gives and an
+//! independent reference gives; a declared `split(k)` gives the order's bits (computed
+//! here in plain Rust f32 arithmetic, not by the oracle) with n mod k ≠ 0 and NaN, −0 and
+//! infinities among the inputs.
+
+use std::sync::Arc;
+
+use uopkit_compiler::runtime::CCompiler;
+use uopkit_conformance::bench::exact::bits_of;
+use uopkit_conformance::bench::runner::Runner;
+use uopkit_conformance::bench::workloads::{self, Rng, Workload};
+use uopkit_interp::ir::{DType, Device, Op, ReduceOrder};
+use uopkit_interp::tensor::{Ctx, Tensor};
+
+fn compiler() -> Arc<CCompiler> {
+    CCompiler::global()
+}
+
+fn out_bits(r: &Runner) -> Vec<u64> {
+    bits_of(&r.output().expect("output")).expect("bits")
+}
+
+#[test]
+fn threaded_elementwise_equals_one_thread_and_the_reference() {
+    let n = 1 << 22;
+    let ctx = Ctx::new();
+    let mut rng = Rng::new(7);
+    let (b, c) = (rng.f32s(n, -1.0, 1.0), rng.f32s(n, -1.0, 1.0));
+    let bt = workloads::buffer(&ctx, &[n], DType::Float32, &b).unwrap();
+    let ct = workloads::buffer(&ctx, &[n], DType::Float32, &c).unwrap();
+    let root = bt.add(ct.mul(3.0).unwrap()).unwrap();
+    let w = Workload {
+        name: "elementwise",
+        size: String::new(),
+        ctx,
+        root,
+        unit: "GB/s",
+        work: 0.0,
+        ceiling: uopkit_conformance::bench::probe::ProbeKind::Triad,
+        check: workloads::Check::Oracle,
+        peer: serde_json::Value::Null,
+    };
+    let r = Runner::new(&w, compiler()).expect("compile");
+    // The pass fired: the kernel has an entry over part of its loop.
+    assert!(r.source.contains("void par_k_"), "{}", r.source);
+    assert!(
+        r.threads_used(4).unwrap() > 1,
+        "4M elements should use >1 thread"
+    );
+    assert_eq!(r.threads_used(1).unwrap(), 1);
+    r.run_on(Some(1)).unwrap();
+    let one = out_bits(&r);
+    r.run_on(Some(4)).unwrap();
+    let four = out_bits(&r);
+    assert_eq!(one.len(), n);
+    assert!(one == four, "4 threads differ from 1 thread");
+    // b + c*3, one IEEE rounding per op (no NaN can arise from these inputs).
+    for i in (0..n).step_by(4099) {
+        let want = (b[i] + c[i] * 3.0f32).to_bits() as u64;
+        assert_eq!(four[i], want, "element {i}");
+    }
+}
+
+/// A split(k) sum of f32 bits by its definition: lane f mod k from +0, then
+/// lane₀ + lane₁ + … left to right; a NaN result is the canonical quiet NaN.
+fn split_sum(xs: &[u32], k: usize) -> u64 {
+    let mut lanes = vec![0.0f32; k];
+    for (f, &x) in xs.iter().enumerate() {
+        lanes[f % k] += f32::from_bits(x);
+    }
+    let mut out = lanes[0];
+    for &l in &lanes[1..] {
+        out += l;
+    }
+    if out.is_nan() {
+        0x7fc0_0000
+    } else {
+        out.to_bits() as u64
+    }
+}
+
+fn sum_runner(xs: &[u32], k: usize) -> Runner {
+    let ctx = Ctx::new();
+    let bits: Vec<u64> = xs.iter().map(|&x| x as u64).collect();
+    let x = Tensor::from_data(&ctx, &[xs.len()], DType::Float32, Device::cpu(0), &bits).unwrap();
+    let root = workloads::reduce(&x, Op::ADD, 1, ReduceOrder::Split(k)).unwrap();
+    let w = Workload {
+        name: "sum",
+        size: String::new(),
+        ctx,
+        root,
+        unit: "GB/s",
+        work: 0.0,
+        ceiling: uopkit_conformance::bench::probe::ProbeKind::Read,
+        check: workloads::Check::Oracle,
+        peer: serde_json::Value::Null,
+    };
+    Runner::new(&w, compiler()).expect("compile")
+}
+
+#[test]
+fn split_lanes_give_the_declared_orders_bits() {
+    let mut rng = Rng::new(11);
+    let base: Vec<u32> = rng
+        .f32s(1000 + 13, -1e3, 1e3)
+        .iter()
+        .map(|f| f.to_bits())
+        .collect();
+    let neg_zero = 0x8000_0000u32;
+    let (inf, ninf, nan, nnan) = (0x7f80_0000u32, 0xff80_0000u32, 0x7fc0_0001u32, 0xffc0_0000);
+    let mut cases: Vec<(&str, Vec<u32>)> = vec![("random", base.clone())];
+    cases.push(("all -0", vec![neg_zero; 1013]));
+    let mut v = base.clone();
+    v[3] = inf; // lane 3: +inf
+    v[40] = ninf; // another lane: -inf; the combine gives inf + -inf = NaN
+    cases.push(("inf and -inf in two lanes", v));
+    let mut v = base.clone();
+    v[5] = inf;
+    cases.push(("+inf", v));
+    let mut v = base.clone();
+    v[1012] = nnan; // in the tail
+    v[7] = nan;
+    cases.push(("NaN payloads", v));
+    let mut v = vec![neg_zero; 1013];
+    v[1000] = 0x0000_0001; // a subnormal in the tail
+    cases.push(("-0 and a subnormal", v));
+    for k in [32usize, 7, 1024] {
+        for (name, xs) in &cases {
+            assert_ne!(xs.len() % k, 0);
+            let r = sum_runner(xs, k);
+            assert!(
+                r.source.contains(&format!("[{k}];")),
+                "split({k}) is not lowered as a {k}-lane array:\n{}",
+                r.source
+            );
+            r.run().unwrap();
+            let got = out_bits(&r);
+            assert_eq!(got, vec![split_sum(xs, k)], "{name}, split({k})");
+        }
+    }
+}
