@@ -17,7 +17,8 @@
 //!   - `gpu`: the GPU target's passes (`gpu_launch`, `gpu_local_reduce`, `gpu_threads`,
 //!     `symbolic`), then the finishing ones, under every seed (a missing barrier shows as a
 //!     difference under some interleaving); `lift+gpu`: the same on the lifted reference;
-//!   - `cpu`: the CPU target's passes (`cpu_interchange`), then the finishing ones;
+//!   - `cpu`: the CPU target's passes (`cpu_interchange`, `cpu_split_lanes`, `cpu_threads`),
+//!     then the finishing ones;
 //!   - `c`: the `cpu` program rendered as C, compiled and run on the CPU runtime (kernels
 //!     without launch indices) in a worker process (the `cpu` backend answering the
 //!     protocol's `run_schedule` request, [`crate::worker`]), never in this one: a kernel
@@ -405,7 +406,7 @@ fn check(r: &KernelRecipe, c: Option<&ProcessBackend>) -> (u64, Check) {
             }
         }
     }
-    // The CPU target's passes (`cpu_interchange`), interpreted; the C check below runs
+    // The CPU target's passes (interchange, split lanes, threads), interpreted; the C check below runs
     // this program (what the cpu backend compiles).
     checks += 1;
     let cpu_prog = match cpu_program(&k) {
@@ -519,6 +520,14 @@ fn finishing_names() -> String {
 fn start_worker(opts: &KFuzzOpts) -> Result<ProcessBackend, KFuzzError> {
     let spawn = match &opts.worker {
         Some(sp) => sp.clone(),
+        // This program was started as a worker yet is fuzzing: it does not serve workers
+        // (no `serve_if_worker` first), so starting itself again would recurse.
+        None if std::env::var_os(WORKER_ENV).is_some() => {
+            return Err(KFuzzError::Worker(format!(
+                "this program runs with {WORKER_ENV} set but fuzzes instead of serving: \
+                 it cannot be its own C worker (set KFuzzOpts::worker)"
+            )))
+        }
         None => Spawn {
             program: std::env::current_exe()
                 .map_err(|e| KFuzzError::Worker(format!("cannot find this program: {e}")))?

@@ -124,11 +124,18 @@ impl Info {
 #[derive(Clone, Debug)]
 pub struct Verified {
     infos: Vec<Info>,
+    limits: Limits,
 }
 
 impl Verified {
     pub fn info(&self, id: NodeId) -> &Info {
         &self.infos[id.index()]
+    }
+
+    /// The limits the graph was verified within (the evaluator takes only
+    /// [`Limits::ORACLE`]).
+    pub fn limits(&self) -> Limits {
+        self.limits
     }
 }
 
@@ -154,7 +161,10 @@ pub fn verify_with(g: &Graph, lim: &Limits) -> Result<Verified> {
         }
         infos.push(info);
     }
-    let v = Verified { infos };
+    let v = Verified {
+        infos,
+        limits: *lim,
+    };
     check_unshard_consumers(g)?;
     Ok(v)
 }

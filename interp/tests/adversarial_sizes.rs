@@ -471,3 +471,30 @@ fn check_shape_limits() {
     assert_eq!(checked_numel(&[P32, P32]), None);
     assert_eq!(checked_numel(&[0, P32, P32]), Some(0));
 }
+
+/// A graph verified within the compiler's looser limits (`Limits::COMPILE`) is not evaluated
+/// by the oracle on that verification: `eval::evaluate` verifies it again within the oracle's
+/// limits, and refuses the value over `MAX_ELEMENTS` with the verifier's message.
+#[test]
+fn a_graph_verified_for_compilation_is_reverified_before_evaluation() {
+    let (mut g, b) = base(1, Some(&[1, 1]), false);
+    let big = add(
+        &mut g,
+        Op::EXPAND,
+        DType::Int32,
+        &[b],
+        Arg::Shape(vec![1 << 15, 1 << 15]),
+    );
+    assert!(
+        verify::verify(&g).is_err(),
+        "2^30 elements: over the oracle's cap"
+    );
+    let ver = verify::verify_with(&g, &verify::Limits::COMPILE).expect("within COMPILE");
+    assert_eq!(ver.limits(), verify::Limits::COMPILE);
+    let inputs = BTreeMap::new();
+    match eval::evaluate(&g, &ver, &inputs, &[big]) {
+        Err(Error::Verify { node, .. }) => assert_eq!(node, big),
+        Err(e) => panic!("expected the verifier's refusal at the EXPAND, got {e}"),
+        Ok(_) => panic!("the oracle evaluated a 2^30-element value"),
+    }
+}

@@ -197,7 +197,17 @@ fn row_inside(g: &mut Graph, _c: &Captures, id: NodeId) -> Option<NodeId> {
                 | Op::SPECIAL
         )
     });
-    if impure || reach_x.contains(&base) || !contiguous_along(g, &reach_x, j) {
+    // x must not read the output: by slot, not node id (two PARAM nodes of one slot are one
+    // buffer).
+    let slot = |n: NodeId| match (g.node(n).op, &g.node(n).arg) {
+        (Op::PARAM, Arg::Kernel(KArg::Param(s), _)) => Some(*s),
+        _ => None,
+    };
+    let out_slot = slot(base);
+    let reads_out = reach_x
+        .iter()
+        .any(|&n| n == base || (out_slot.is_some() && slot(n) == out_slot));
+    if impure || reads_out || !contiguous_along(g, &reach_x, j) {
         return None;
     }
     let outer: Vec<NodeId> = ranges.of(g, id).iter().copied().collect();

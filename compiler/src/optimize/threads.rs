@@ -9,13 +9,17 @@
 //! parameter that another iteration touches, so the order of iterations cannot be observed.
 //!
 //! The proof of disjointness. The kernel's only effect is `END(body, r)` with a constant
-//! extent n ≥ 2, and no register, shared buffer, launch index or barrier exists yet. For
+//! extent n ≥ 2, and it holds no register, shared buffer, launch index or barrier (so the
+//! loop nests `cpu_interchange` and `cpu_split_lanes` made, which hold registers, stay on
+//! one thread; allowing per-iteration registers is open work). For
 //! every INDEX into a parameter that some STORE writes (loads included), the address is
 //! written as `c·r + rest`, where `rest` does not depend on r (ADD, SUB and MUL by a constant
 //! are looked through), with the value range of `rest` from the range analysis. All those
 //! accesses must share one `c ≠ 0`, and the union `[lo, hi]` of their `rest` ranges must be
-//! narrower than |c|: then iteration r touches only `[c·r + lo, c·r + hi]`, and two
-//! iterations never touch the same element. Anything else (a store that does not depend on
+//! narrower than |c|, and every address c·r + rest (r < n) must lie in int64 (the kernel
+//! computes addresses in wrapping int64, which agrees with the exact value exactly then): then
+//! iteration r touches only `[c·r + lo, c·r + hi]`, and two iterations never touch the same
+//! element. Anything else (a store that does not depend on
 //! r, an address through a loaded value, a division) leaves the loop sequential.
 //! Two parameter slots bound to the same memory are not covered by this proof: the runtime
 //! runs such launches on one thread.
@@ -60,7 +64,7 @@ fn outer_loop_parallel(g: &mut Graph, _c: &Captures, id: NodeId) -> Option<NodeI
         _ => return None,
     }
     let extent = const_int(g, *rn.src.first()?)?;
-    if extent < 2 || !disjoint(g, body, range) {
+    if extent < 2 || !disjoint(g, body, range, extent) {
         return None;
     }
     let tag = match rn.arg {
@@ -98,9 +102,9 @@ fn param_slot(g: &Graph, id: NodeId) -> Option<u32> {
     }
 }
 
-/// Whether the iterations of `r` touch disjoint elements of every parameter `body` stores
-/// into (see the module docs).
-fn disjoint(g: &Graph, body: NodeId, r: NodeId) -> bool {
+/// Whether the iterations of `r` (over `0..extent`) touch disjoint elements of every
+/// parameter `body` stores into (see the module docs).
+fn disjoint(g: &Graph, body: NodeId, r: NodeId, extent: i128) -> bool {
     let reach = g.reachable(&[body]);
     if reach.iter().any(|&n| {
         matches!(g.node(n).op, Op::BUFFER | Op::SPECIAL | Op::BARRIER)
@@ -155,6 +159,12 @@ fn disjoint(g: &Graph, body: NodeId, r: NodeId) -> bool {
         let Some((c, rest)) = affine(g, &mut vr, &dep, idx, r) else {
             return false;
         };
+        // The proof is in exact arithmetic; the kernel computes addresses in wrapping int64.
+        // ADD, SUB and MUL wrap consistently mod 2^64, so the int64 address equals the exact
+        // one whenever the exact c·r + rest stays in int64 for every r < extent.
+        if !fits_int64(c, rest, extent) {
+            return false;
+        }
         window = match window {
             None => Some((c, rest)),
             Some((c0, w)) if c0 == c => Some((c, w.union(rest))),
@@ -162,9 +172,21 @@ fn disjoint(g: &Graph, body: NodeId, r: NodeId) -> bool {
         };
     }
     match window {
-        // Nothing written: nothing to race on (the kernel has no effect but its loop).
-        None => !written.is_empty(),
+        // No access into a written param (so nothing is written): nothing worth threading.
+        None => false,
         Some((c, w)) => c != 0 && w.max - w.min < c.abs(),
+    }
+}
+
+/// Whether `c·r + rest` lies in int64 for every r in `0..extent` and every value of `rest`.
+fn fits_int64(c: i128, rest: VRange, extent: i128) -> bool {
+    let Some(last) = extent.checked_sub(1).and_then(|e| c.checked_mul(e)) else {
+        return false;
+    };
+    let (lo, hi) = (last.min(0), last.max(0));
+    match (lo.checked_add(rest.min), hi.checked_add(rest.max)) {
+        (Some(lo), Some(hi)) => lo >= i128::from(i64::MIN) && hi <= i128::from(i64::MAX),
+        _ => false,
     }
 }
 
@@ -259,10 +281,10 @@ mod tests {
     #[test]
     fn rows_of_an_output_are_disjoint_and_overlaps_are_not() {
         let (g, body, r) = kernel(4, |g, r, j| row(g, r, j, 4), None);
-        assert!(disjoint(&g, body, r), "out[4r + j], j < 4");
+        assert!(disjoint(&g, body, r, 8), "out[4r + j], j < 4");
         let (g, body, r) = kernel(5, |g, r, j| row(g, r, j, 4), None);
         assert!(
-            !disjoint(&g, body, r),
+            !disjoint(&g, body, r, 8),
             "out[4r + j], j < 5 overlaps the next row"
         );
         let (g, body, r) = kernel(
@@ -274,22 +296,36 @@ mod tests {
             None,
         );
         assert!(
-            !disjoint(&g, body, r),
+            !disjoint(&g, body, r, 8),
             "out[r / 2]: two iterations, one element"
         );
         let (g, body, r) = kernel(1, |_, _, j| j, None);
-        assert!(!disjoint(&g, body, r), "a store that does not depend on r");
+        assert!(
+            !disjoint(&g, body, r, 8),
+            "a store that does not depend on r"
+        );
         let next = |g: &mut Graph, r: NodeId| {
             let one = i64c(g, 1);
             alu(g, Op::ADD, DType::Int64, vec![r, one])
         };
         let (g, body, r) = kernel(1, |_, r, _| r, Some(&next));
         assert!(
-            !disjoint(&g, body, r),
+            !disjoint(&g, body, r, 8),
             "out[r] = out[r + 1] reads the next iteration's"
         );
         let same = |_: &mut Graph, r: NodeId| r;
         let (g, body, r) = kernel(1, |_, r, _| r, Some(&same));
-        assert!(disjoint(&g, body, r), "out[r] = out[r] in place");
+        assert!(disjoint(&g, body, r, 8), "out[r] = out[r] in place");
+        // out[r · 2^62]: exactly disjoint, but in int64 r = 0 and r = 4 both address 0.
+        let (g, body, r) = kernel(1, |g, r, j| row(g, r, j, 1 << 62), None);
+        assert!(
+            !disjoint(&g, body, r, 8),
+            "addresses that wrap in int64 are not proven disjoint"
+        );
+        let (g, body, r) = kernel(1, |g, r, j| row(g, r, j, 1 << 59), None);
+        assert!(
+            disjoint(&g, body, r, 8),
+            "7 · 2^59 + 0 fits in int64: no wrap, disjoint"
+        );
     }
 }

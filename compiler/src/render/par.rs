@@ -93,3 +93,29 @@ pub fn parallel_loop(p: &Program) -> Option<ParLoop> {
         work: work.max(1),
     })
 }
+
+/// `p` with its parallel mark removed: every RANGE with axis [`PARALLEL_AXIS`] gets the
+/// smallest axis no other RANGE of `p` uses. For programs that did not come from this
+/// compiler's passes (a kernel-level request, a case file): their parallel loop has no
+/// disjoint-write proof, so it must not run on several threads.
+pub fn without_parallel_mark(p: &Program) -> Program {
+    let used: std::collections::BTreeSet<u32> = p
+        .insts
+        .iter()
+        .filter_map(|i| match (i.op, &i.arg) {
+            (Op::RANGE, KArg::Axis(a)) => Some(*a),
+            _ => None,
+        })
+        .collect();
+    if !used.contains(&PARALLEL_AXIS) {
+        return p.clone();
+    }
+    let free = (0..PARALLEL_AXIS).find(|a| !used.contains(a)).unwrap_or(0);
+    let mut q = p.clone();
+    for inst in &mut q.insts {
+        if inst.op == Op::RANGE && inst.arg == KArg::Axis(PARALLEL_AXIS) {
+            inst.arg = KArg::Axis(free);
+        }
+    }
+    q
+}

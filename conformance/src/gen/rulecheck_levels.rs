@@ -437,9 +437,7 @@ fn tensor_regression_case(
 fn replays(dir: &Path, name: &str, level_tag: &str) -> Result<Vec<(PathBuf, Case)>, String> {
     Ok(super::rulecheck::persisted_cases(dir)?
         .into_iter()
-        .filter(|(_, c)| {
-            c.tags.iter().any(|t| t == level_tag) && c.tags.iter().any(|t| t == name)
-        })
+        .filter(|(_, c)| c.tags.iter().any(|t| t == level_tag) && c.tags.iter().any(|t| t == name))
         .collect())
 }
 
@@ -743,7 +741,15 @@ pub fn check_rules_on_kernels_with(
         for (path, case) in replays(dir, rut.name(), "rule-kernel").map_err(LevelError::Replay)? {
             let (k, init, text) = replay_kernel(&case)
                 .map_err(|e| LevelError::Replay(format!("{}: {e}", path.display())))?;
-            if let Err(Some(f)) = check_kernel_graph(rut, &k, &init) {
+            let outcome = check_kernel_graph(rut, &k, &init);
+            if let Err(None) = outcome {
+                // Its program does not lower or run: it was not replayed, and must not pass.
+                return Err(LevelError::Replay(format!(
+                    "{}: not replayed, the case's program does not lower or run in the kernel interpreter",
+                    path.display()
+                )));
+            }
+            if let Err(Some(f)) = outcome {
                 let mut c = dress(
                     rut,
                     Level::Kernel,

@@ -278,7 +278,7 @@ impl Builder<'_> {
             1,
             2,
             1,
-            if self.cfg.multi_device { 3 } else { 0 },
+            if self.cfg.multi_device { 5 } else { 0 },
         ]
     }
 

@@ -133,6 +133,12 @@ pub fn evaluate_with(
     roots: &[NodeId],
     opts: &Options,
 ) -> Result<Evaluation> {
+    // A graph verified within looser limits (`Limits::COMPILE`, for compilation) is
+    // re-verified within the oracle's: the oracle keeps every value, so its caps apply.
+    if ver.limits() != crate::verify::Limits::ORACLE {
+        let again = crate::verify::verify(g)?;
+        return evaluate_with(g, &again, inputs, roots, opts);
+    }
     let limit = limit(g, roots, opts)?;
     let order = g.reachable(roots);
     let poisoned = |id: NodeId| {
@@ -174,6 +180,12 @@ pub fn evaluate_columns(
     roots: &[NodeId],
     opts: &Options,
 ) -> Result<Evaluation> {
+    // A graph verified within looser limits (`Limits::COMPILE`, for compilation) is
+    // re-verified within the oracle's: the oracle keeps every value, so its caps apply.
+    if ver.limits() != crate::verify::Limits::ORACLE {
+        let again = crate::verify::verify(g)?;
+        return evaluate_columns(g, &again, inputs, roots, opts);
+    }
     let limit = limit(g, roots, opts)?;
     let order = g.reachable(roots);
     let poisoned = |id: NodeId| {
