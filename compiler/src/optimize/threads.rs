@@ -245,11 +245,14 @@ mod tests {
     use super::*;
     use crate::kgraph::{alu, i64c, konst};
 
+    /// The address a test kernel reads `out` at, from r.
+    type ReadAt = dyn Fn(&mut Graph, NodeId) -> NodeId;
+
     /// `out[idx(r, j)] = 1` for r < 8, j < inner (or, with `read`, `out[read(r)]` stored).
     fn kernel(
         inner: i128,
         idx: impl Fn(&mut Graph, NodeId, NodeId) -> NodeId,
-        read: Option<&dyn Fn(&mut Graph, NodeId) -> NodeId>,
+        read: Option<&ReadAt>,
     ) -> (Graph, NodeId, NodeId) {
         let mut g = Graph::default();
         let out = add(&mut g, Op::PARAM, DType::Float32, vec![], KArg::Param(0), 0);
