@@ -38,6 +38,7 @@ use uopkit_interp::ir::{Arg, DType, Graph, KArg, NodeId, Op, ReduceOrder};
 
 use crate::kgraph::{add, alu, const_int, i64c, konst, substitute, Ranges};
 use crate::optimize::reduce::pass_id;
+use crate::optimize::threads::param_slot;
 use crate::rewrite::{Captures, Pat, Rule, RuleSet};
 
 /// The largest accumulator row kept without tiling (4 KiB of float32).
@@ -199,14 +200,10 @@ fn row_inside(g: &mut Graph, _c: &Captures, id: NodeId) -> Option<NodeId> {
     });
     // x must not read the output: by slot, not node id (two PARAM nodes of one slot are one
     // buffer).
-    let slot = |n: NodeId| match (g.node(n).op, &g.node(n).arg) {
-        (Op::PARAM, Arg::Kernel(KArg::Param(s), _)) => Some(*s),
-        _ => None,
-    };
-    let out_slot = slot(base);
+    let out_slot = param_slot(g, base);
     let reads_out = reach_x
         .iter()
-        .any(|&n| n == base || (out_slot.is_some() && slot(n) == out_slot));
+        .any(|&n| n == base || (out_slot.is_some() && param_slot(g, n) == out_slot));
     if impure || reads_out || !contiguous_along(g, &reach_x, j) {
         return None;
     }

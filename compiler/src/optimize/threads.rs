@@ -95,7 +95,8 @@ fn base_of(g: &Graph, mut id: NodeId) -> NodeId {
     id
 }
 
-fn param_slot(g: &Graph, id: NodeId) -> Option<u32> {
+/// The slot of a PARAM node (None for anything else).
+pub(crate) fn param_slot(g: &Graph, id: NodeId) -> Option<u32> {
     match (g.node(id).op, &g.node(id).arg) {
         (Op::PARAM, Arg::Kernel(KArg::Param(s), _)) => Some(*s),
         _ => None,
