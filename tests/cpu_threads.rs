@@ -140,3 +140,120 @@ fn split_lanes_give_the_declared_orders_bits() {
         }
     }
 }
+
+/// Float32 bits with specials mixed in (NaN with payloads, ±inf, −0, subnormals, huge
+/// values), the rest in ±[0.5, 2).
+fn special_f32s(rng: &mut Rng, n: usize) -> Vec<f32> {
+    let base = rng.f32s(n, 0.5, 2.0);
+    let signs = rng.f32s(n, -1.0, 1.0);
+    base.iter()
+        .zip(&signs)
+        .enumerate()
+        .map(|(i, (&b, &s))| match i % 37 {
+            3 => f32::from_bits(0x7fc0_1234), // a NaN with a payload
+            11 => f32::from_bits(0xffa0_0001), // a negative signalling-pattern NaN
+            5 => f32::INFINITY,
+            17 => f32::NEG_INFINITY,
+            7 | 23 => -0.0,
+            13 => 1e-40,
+            29 => 3e38,
+            _ => b.copysign(s),
+        })
+        .collect()
+}
+
+fn workload(ctx: Ctx, root: Tensor, name: &'static str) -> Workload {
+    Workload {
+        name,
+        size: String::new(),
+        ctx,
+        root,
+        unit: "GFLOP/s",
+        work: 0.0,
+        ceiling: uopkit_conformance::bench::probe::ProbeKind::MulAdd,
+        check: workloads::Check::Oracle,
+        peer: serde_json::Value::Null,
+    }
+}
+
+/// A float32 result's bits as the kernels store them: a NaN is the canonical quiet NaN.
+fn canon(f: f32) -> u64 {
+    if f.is_nan() {
+        0x7fc0_0000
+    } else {
+        f.to_bits() as u64
+    }
+}
+
+/// The interchanged matmul (a row of register accumulators per output row) runs on several
+/// threads since `cpu_threads` proves its registers private to one row: 1 thread and 4
+/// give the same bits, and those of a plain k-ascending loop, with specials in A and B.
+#[test]
+fn threaded_interchanged_matmul_equals_one_thread_and_the_reference() {
+    let (m, k, n) = (67, 45, 96);
+    let mut rng = Rng::new(29);
+    let a = special_f32s(&mut rng, m * k);
+    let b = special_f32s(&mut rng, k * n);
+    let ctx = Ctx::new();
+    let root = workloads::matmul_graph(&ctx, m, k, n, &a, &b).unwrap();
+    let r = Runner::new(&workload(ctx, root, "matmul"), compiler()).expect("compile");
+    assert!(
+        r.source.contains(&format!("[{n}];")),
+        "not interchanged (no row of {n} accumulators):\n{}",
+        r.source
+    );
+    assert!(r.source.contains("void par_k_"), "{}", r.source);
+    assert!(r.threads_used(4).unwrap() > 1, "{}", r.source);
+    r.run_on(Some(1)).unwrap();
+    let one = out_bits(&r);
+    r.run_on(Some(4)).unwrap();
+    let four = out_bits(&r);
+    assert!(one == four, "4 threads differ from 1 thread");
+    let want: Vec<u64> = reference_matmul(m, k, n, &a, &b)
+        .into_iter()
+        .map(canon)
+        .collect();
+    assert_eq!(four.len(), want.len());
+    for (i, (g, w)) in four.iter().zip(&want).enumerate() {
+        assert_eq!(g, w, "element {i}");
+    }
+    assert!(
+        want.iter().any(|&w| w == 0x7fc0_0000) && want.iter().any(|&w| w != 0x7fc0_0000),
+        "the inputs should give NaN and non-NaN results"
+    );
+}
+
+fn reference_matmul(m: usize, k: usize, n: usize, a: &[f32], b: &[f32]) -> Vec<f32> {
+    uopkit_conformance::bench::reference::matmul(m, k, n, a, b)
+}
+
+/// Row sums in a declared split(k) order (a lane array per row, `cpu_split_lanes`) run on
+/// several threads: the same bits as one thread and as the order's definition, per row.
+#[test]
+fn threaded_split_lanes_rows_equal_one_thread_and_the_order() {
+    let (rows, cols, k) = (300, 1001, 8);
+    let mut rng = Rng::new(31);
+    let xs: Vec<u32> = special_f32s(&mut rng, rows * cols)
+        .iter()
+        .map(|f| f.to_bits())
+        .collect();
+    let ctx = Ctx::new();
+    let bits: Vec<u64> = xs.iter().map(|&x| x as u64).collect();
+    let x = Tensor::from_data(&ctx, &[rows, cols], DType::Float32, Device::cpu(0), &bits).unwrap();
+    let xt = x.permute(&[1, 0]).unwrap();
+    let root = workloads::reduce(&xt, Op::ADD, 1, ReduceOrder::Split(k)).unwrap();
+    let r = Runner::new(&workload(ctx, root, "sum"), compiler()).expect("compile");
+    assert!(
+        r.source.contains(&format!("[{k}];")),
+        "split({k}) is not lowered as lanes:\n{}",
+        r.source
+    );
+    assert!(r.threads_used(4).unwrap() > 1, "{}", r.source);
+    r.run_on(Some(1)).unwrap();
+    let one = out_bits(&r);
+    r.run_on(Some(4)).unwrap();
+    let four = out_bits(&r);
+    assert!(one == four, "4 threads differ from 1 thread");
+    let want: Vec<u64> = xs.chunks(cols).map(|row| split_sum(row, k)).collect();
+    assert_eq!(four, want);
+}

@@ -14,7 +14,8 @@
 //!   `lidx0 == 0` only.
 //! * [`threads`]: `cpu_threads` marks the outermost loop of a kernel parallel
 //!   ([`threads::PARALLEL_AXIS`]) when its iterations touch disjoint elements of what the
-//!   kernel writes; the CPU runtime runs chunks of it on a thread pool.
+//!   kernel writes and every register in it is reset in each iteration before it is read;
+//!   the CPU runtime runs chunks of it on a thread pool.
 //! * [`lanes`]: `cpu_split_lanes` lowers a declared `split(k)` reduce order as k lanes of a
 //!   register array filled block by block (a loop the C compiler vectorizes), same bits.
 //!
@@ -55,8 +56,9 @@ impl Pass {
 pub fn passes(target: Target) -> Vec<Pass> {
     match target {
         // Loop structure first (interchange, lanes), then the parallel loop, whose
-        // disjoint-write proof is made on the final loop nest (it refuses nests holding
-        // registers, so today only kernels neither of the first two changed are threaded).
+        // disjoint-write and private-register proofs are made on the final loop nest (the
+        // registers the first two make are reset once per iteration of the loops around
+        // them, so their nests are threaded too).
         Target::Cpu => vec![
             bottom_up(interchange::interchange()),
             bottom_up(lanes::split_lanes()),

@@ -8,10 +8,18 @@
 //! operations in the same order), and no iteration reads or writes an element of a written
 //! parameter that another iteration touches, so the order of iterations cannot be observed.
 //!
+//! Registers (`BUFFER Reg(n)`: the accumulator rows of `cpu_interchange`, the lanes of
+//! `cpu_split_lanes`, any pass's tiles) are allowed when each is *private to one
+//! iteration*: every element an iteration reads from it was written earlier in that same
+//! iteration (the proof, and the linearizer facts it rests on, are in `threads/regs.rs`).
+//! Then what one iteration leaves in a register is never observed, and each thread's own
+//! copy (a local of the C function every thread calls, see `render::par`) gives the bits
+//! of the one copy a single thread uses. The REDUCEs still in the body are expanded after
+//! this pass into registers of that shape (reset once per iteration of the loops around
+//! them).
+//!
 //! The proof of disjointness. The kernel's only effect is `END(body, r)` with a constant
-//! extent n ≥ 2, and it holds no register, shared buffer, launch index or barrier (so the
-//! loop nests `cpu_interchange` and `cpu_split_lanes` made, which hold registers, stay on
-//! one thread; allowing per-iteration registers is open work). For
+//! extent n ≥ 2, and it holds no shared buffer, launch index or barrier. For
 //! every INDEX into a parameter that some STORE writes (loads included), the address is
 //! written as `c·r + rest`, where `rest` does not depend on r (ADD, SUB and MUL by a constant
 //! are looked through), with the value range of `rest` from the range analysis. All those
@@ -30,6 +38,9 @@ use uopkit_interp::ir::{Arg, DType, Graph, KArg, NodeId, Op};
 
 use crate::kgraph::{add, const_int, substitute};
 use crate::rewrite::{Captures, Pat, Ranges as VRanges, Rule, RuleSet, VRange};
+
+mod regs;
+pub use regs::{MAX_COVER_STEPS, MAX_REG_BYTES};
 
 /// The axis of a RANGE the CPU runtime may split over threads (one per kernel, outermost).
 pub const PARALLEL_AXIS: u32 = u32::MAX;
@@ -108,10 +119,14 @@ pub(crate) fn param_slot(g: &Graph, id: NodeId) -> Option<u32> {
 fn disjoint(g: &Graph, body: NodeId, r: NodeId, extent: i128) -> bool {
     let reach = g.reachable(&[body]);
     if reach.iter().any(|&n| {
-        matches!(g.node(n).op, Op::BUFFER | Op::SPECIAL | Op::BARRIER)
+        matches!(g.node(n).op, Op::SPECIAL | Op::BARRIER)
             || (g.node(n).op == Op::RANGE
                 && matches!(g.node(n).arg, Arg::Kernel(KArg::Axis(PARALLEL_AXIS), _)))
     }) {
+        return false;
+    }
+    // Registers: each must be private to one iteration (regs.rs).
+    if !regs::private(g, &reach, r) {
         return false;
     }
     // Which nodes depend on r (reachable is in topological order: sources first).

@@ -10,6 +10,12 @@
 //! `work` is an estimate of the instructions one iteration runs (inner loops of constant
 //! extent multiply, others count [`UNKNOWN_TRIPS`] times); the runtime keeps small kernels
 //! on one thread with it.
+//!
+//! Both entries call one `static` body function, and a register (`BUFFER Reg(n)`) is an
+//! automatic array declared inside that function (`float v7[1024];`, never `static`): every
+//! thread running `par_k_<name>` has its own registers, as the `cpu_threads` proof requires
+//! (each iteration resets a register before reading it, so a thread starting at `lo` with a
+//! fresh, uninitialized copy reads what a single thread would).
 
 use uopkit_interp::ir::Op;
 use uopkit_interp::kernel::{KArg, Program};
