@@ -141,15 +141,15 @@ fn split_lanes_give_the_declared_orders_bits() {
     }
 }
 
-/// Float32 bits with specials mixed in (NaN with payloads, ±inf, −0, subnormals, huge
-/// values), the rest in ±[0.5, 2).
-fn special_f32s(rng: &mut Rng, n: usize) -> Vec<f32> {
+/// Float32 values with specials mixed in, a few every `period` elements (NaN with payloads,
+/// ±inf, −0, subnormals, huge values), the rest in ±[0.5, 2).
+fn special_f32s(rng: &mut Rng, n: usize, period: usize) -> Vec<f32> {
     let base = rng.f32s(n, 0.5, 2.0);
     let signs = rng.f32s(n, -1.0, 1.0);
     base.iter()
         .zip(&signs)
         .enumerate()
-        .map(|(i, (&b, &s))| match i % 37 {
+        .map(|(i, (&b, &s))| match i % period {
             3 => f32::from_bits(0x7fc0_1234), // a NaN with a payload
             11 => f32::from_bits(0xffa0_0001), // a negative signalling-pattern NaN
             5 => f32::INFINITY,
@@ -192,8 +192,8 @@ fn canon(f: f32) -> u64 {
 fn threaded_interchanged_matmul_equals_one_thread_and_the_reference() {
     let (m, k, n) = (67, 45, 96);
     let mut rng = Rng::new(29);
-    let a = special_f32s(&mut rng, m * k);
-    let b = special_f32s(&mut rng, k * n);
+    let a = special_f32s(&mut rng, m * k, 401);
+    let b = special_f32s(&mut rng, k * n, 397);
     let ctx = Ctx::new();
     let root = workloads::matmul_graph(&ctx, m, k, n, &a, &b).unwrap();
     let r = Runner::new(&workload(ctx, root, "matmul"), compiler()).expect("compile");
@@ -233,7 +233,7 @@ fn reference_matmul(m: usize, k: usize, n: usize, a: &[f32], b: &[f32]) -> Vec<f
 fn threaded_split_lanes_rows_equal_one_thread_and_the_order() {
     let (rows, cols, k) = (300, 1001, 8);
     let mut rng = Rng::new(31);
-    let xs: Vec<u32> = special_f32s(&mut rng, rows * cols)
+    let xs: Vec<u32> = special_f32s(&mut rng, rows * cols, 2003)
         .iter()
         .map(|f| f.to_bits())
         .collect();
@@ -256,4 +256,8 @@ fn threaded_split_lanes_rows_equal_one_thread_and_the_order() {
     assert!(one == four, "4 threads differ from 1 thread");
     let want: Vec<u64> = xs.chunks(cols).map(|row| split_sum(row, k)).collect();
     assert_eq!(four, want);
+    assert!(
+        want.iter().any(|&w| w == 0x7fc0_0000) && want.iter().any(|&w| w != 0x7fc0_0000),
+        "the inputs should give NaN and non-NaN rows"
+    );
 }
