@@ -27,6 +27,7 @@ pub mod interchange;
 pub mod lanes;
 pub mod reduce;
 pub mod threads;
+pub mod tile;
 
 use std::collections::BTreeMap;
 
@@ -58,6 +59,7 @@ pub fn passes(target: Target) -> Vec<Pass> {
         // disjoint-write proof is made on the final loop nest (it refuses nests holding
         // registers, so today only kernels neither of the first two changed are threaded).
         Target::Cpu => vec![
+            bottom_up(tile::tile()),
             bottom_up(interchange::interchange()),
             bottom_up(lanes::split_lanes()),
             Pass {
