@@ -378,6 +378,35 @@ fn specials_in_the_panel_and_the_rows_give_the_oracles_bits() {
     assert_eq!(got[2 * n + 3], 0x7fc0_0000);
 }
 
+/// The C declares the panel and the accumulators as local arrays reached through
+/// `restrict` pointers (what lets gcc keep the accumulators in registers next to the panel
+/// loads), and the inner loop has one statement per row and vector.
+#[test]
+fn the_c_declares_registers_through_restrict_pointers() {
+    let (m, k, n) = (8, 5, 32);
+    let ctx = Ctx::new();
+    let (a, b) = (vec![0u64; m * k], vec![0u64; k * n]);
+    let root = matmul(&ctx, (m, k, n), DType::Float32, &a, &b, SEQ);
+    let sch = schedule(&ctx, &root, &[]);
+    let src = uopkit_compiler::render::CStyle::C.source(&sch.programs());
+    let decl = |len: usize| {
+        src.lines().any(|l| {
+            let l = l.trim();
+            l.starts_with("float v")
+                && l.contains(&format!("_s[{len}]; float *restrict v"))
+                && l.ends_with("_s;")
+        })
+    };
+    assert!(decl(k * 16), "no restrict panel of {}:\n{src}", k * 16);
+    assert!(decl(4 * 16), "no restrict accumulators of 64:\n{src}");
+    // Four rows × two vectors: eight accumulator updates in the inner loop.
+    let adds = src
+        .lines()
+        .filter(|l| l.contains(" = (v") && l.contains(" + v"))
+        .count();
+    assert!(adds >= 8, "{adds} additions:\n{src}");
+}
+
 /// Prints the C of the 1024² float32 matmul (to read it, and to compile and disassemble).
 #[test]
 #[ignore = "prints C: run with --ignored --nocapture"]

@@ -4,6 +4,11 @@
 //!
 //! * [`reduce`]: `expand_reduce`, a REDUCE node → a register accumulator and its loops
 //!   (every target needs it; it runs last).
+//! * [`tile`]: `cpu_tile` (the CPU target, before `cpu_interchange`), a matmul-shaped
+//!   reduction tiled for registers and cache: row panels × column tiles, the operand that
+//!   does not depend on the row packed into a contiguous register panel, and blocks of
+//!   rows × vectors of accumulators that gcc keeps in vector registers (only where the
+//!   blocks divide; each element's fold order unchanged).
 //! * [`interchange`]: `cpu_interchange` (the CPU target), a reduction's output axis along
 //!   which its operand is contiguous moved inside the reduce loop, with a row of
 //!   accumulators (matmul i, j, k → i, k, j; each element's fold order unchanged).
@@ -55,9 +60,10 @@ impl Pass {
 /// [`finishing`] passes always run after them.
 pub fn passes(target: Target) -> Vec<Pass> {
     match target {
-        // Loop structure first (interchange, lanes), then the parallel loop, whose
+        // Loop structure first (tile, interchange, lanes: the tile takes the matmuls whose
+        // blocks divide, interchange what is left), then the parallel loop, whose
         // disjoint-write proof is made on the final loop nest (it refuses nests holding
-        // registers, so today only kernels neither of the first two changed are threaded).
+        // registers, so today only kernels none of the first three changed are threaded).
         Target::Cpu => vec![
             bottom_up(tile::tile()),
             bottom_up(interchange::interchange()),
