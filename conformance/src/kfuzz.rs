@@ -17,7 +17,7 @@
 //!   - `gpu`: the GPU target's passes (`gpu_launch`, `gpu_local_reduce`, `gpu_threads`,
 //!     `symbolic`), then the finishing ones, under every seed (a missing barrier shows as a
 //!     difference under some interleaving); `lift+gpu`: the same on the lifted reference;
-//!   - `cpu`: the CPU target's passes (`cpu_interchange`, `cpu_split_lanes`, `cpu_threads`),
+//!   - `cpu`: the CPU target's passes (`cpu_tile`, `cpu_interchange`, `cpu_split_lanes`, `cpu_threads`),
 //!     then the finishing ones;
 //!   - `c`: the `cpu` program rendered as C, compiled and run on the CPU runtime (kernels
 //!     without launch indices) in a worker process (the `cpu` backend answering the

@@ -61,14 +61,26 @@ pub fn interchange() -> RuleSet {
 
 /// Whether folding with `op` on `dt` gives the same bits in every order (the op table's
 /// commutative and associative bit for bit on `dt`).
-fn order_free(op: Op, dt: DType) -> bool {
+pub(crate) fn order_free(op: Op, dt: DType) -> bool {
     op.info().is_some_and(|i| {
         i.reduce.is_some() && i.commutative.holds_for(dt) && i.associative.holds_for(dt)
     })
 }
 
+/// Whether folding each element's operand from the identity in row-major order of the
+/// reduced ranges gives the bits the declared `order` does: the order is sequential (or
+/// split/chunks of one part), or the fold does not depend on the order at all.
+pub(crate) fn per_element_in_order(op: Op, order: &ReduceOrder, dt: DType) -> bool {
+    let sequential = match *order {
+        ReduceOrder::Sequential => true,
+        ReduceOrder::Split(k) | ReduceOrder::Chunks(k) => k <= 1,
+        ReduceOrder::Tree(_) => false,
+    };
+    sequential || order_free(op, dt)
+}
+
 /// The storage an address points into (through AFTERs).
-fn base_of(g: &Graph, mut id: NodeId) -> NodeId {
+pub(crate) fn base_of(g: &Graph, mut id: NodeId) -> NodeId {
     while g.node(id).op == Op::AFTER {
         id = g.node(id).src[0];
     }
@@ -77,7 +89,7 @@ fn base_of(g: &Graph, mut id: NodeId) -> NodeId {
 
 /// How much the int64 expression `e` moves when range `j` grows by one, if `e` is affine
 /// in `j` (ADD, SUB, MUL by an expression free of j); None otherwise.
-fn slope(g: &Graph, e: NodeId, j: NodeId) -> Option<i128> {
+pub(crate) fn slope(g: &Graph, e: NodeId, j: NodeId) -> Option<i128> {
     if e == j {
         return Some(1);
     }
@@ -115,7 +127,31 @@ fn contiguous_along(g: &Graph, reach: &[NodeId], j: NodeId) -> bool {
     })
 }
 
-fn after(g: &mut Graph, buf: NodeId, deps: &[NodeId]) -> NodeId {
+/// Whether the operand whose nodes are `reach_x` reads nothing the kernel writes: no
+/// AFTER, register buffer, STORE, nested REDUCE or other effect, and not the stored
+/// parameter `base` (by slot, not node id: two PARAM nodes of one slot are one buffer).
+pub(crate) fn reads_only_inputs(g: &Graph, reach_x: &[NodeId], base: NodeId) -> bool {
+    let impure = reach_x.iter().any(|&n| {
+        matches!(
+            g.node(n).op,
+            Op::AFTER
+                | Op::BUFFER
+                | Op::REDUCE
+                | Op::STORE
+                | Op::END
+                | Op::GROUP
+                | Op::BARRIER
+                | Op::SPECIAL
+        )
+    });
+    let out_slot = param_slot(g, base);
+    let reads_out = reach_x
+        .iter()
+        .any(|&n| n == base || (out_slot.is_some() && param_slot(g, n) == out_slot));
+    !impure && !reads_out
+}
+
+pub(crate) fn after(g: &mut Graph, buf: NodeId, deps: &[NodeId]) -> NodeId {
     if deps.is_empty() {
         return buf;
     }
@@ -166,12 +202,7 @@ fn row_inside(g: &mut Graph, _c: &Captures, id: NodeId) -> Option<NodeId> {
         return None;
     };
     let dt = rn.dtype;
-    let sequential = match *order {
-        ReduceOrder::Sequential => true,
-        ReduceOrder::Split(k) | ReduceOrder::Chunks(k) => k <= 1,
-        ReduceOrder::Tree(_) => false,
-    };
-    if !(sequential || order_free(op, dt)) {
+    if !per_element_in_order(op, order, dt) {
         return None;
     }
     let (&x, rs) = rn.src.split_first()?;
@@ -185,26 +216,7 @@ fn row_inside(g: &mut Graph, _c: &Captures, id: NodeId) -> Option<NodeId> {
         }
     }
     let reach_x = g.reachable(&[x]);
-    let impure = reach_x.iter().any(|&n| {
-        matches!(
-            g.node(n).op,
-            Op::AFTER
-                | Op::BUFFER
-                | Op::REDUCE
-                | Op::STORE
-                | Op::END
-                | Op::GROUP
-                | Op::BARRIER
-                | Op::SPECIAL
-        )
-    });
-    // x must not read the output: by slot, not node id (two PARAM nodes of one slot are one
-    // buffer).
-    let out_slot = param_slot(g, base);
-    let reads_out = reach_x
-        .iter()
-        .any(|&n| n == base || (out_slot.is_some() && param_slot(g, n) == out_slot));
-    if impure || reads_out || !contiguous_along(g, &reach_x, j) {
+    if !reads_only_inputs(g, &reach_x, base) || !contiguous_along(g, &reach_x, j) {
         return None;
     }
     let outer: Vec<NodeId> = ranges.of(g, id).iter().copied().collect();

@@ -4,6 +4,11 @@
 //!
 //! * [`reduce`]: `expand_reduce`, a REDUCE node → a register accumulator and its loops
 //!   (every target needs it; it runs last).
+//! * [`tile`]: `cpu_tile` (the CPU target, before `cpu_interchange`), a matmul-shaped
+//!   reduction tiled for registers and cache: row panels × column tiles, the operand that
+//!   does not depend on the row packed into a contiguous register panel, and blocks of
+//!   rows × vectors of accumulators that gcc keeps in vector registers (only where the
+//!   blocks divide; each element's fold order unchanged).
 //! * [`interchange`]: `cpu_interchange` (the CPU target), a reduction's output axis along
 //!   which its operand is contiguous moved inside the reduce loop, with a row of
 //!   accumulators (matmul i, j, k → i, k, j; each element's fold order unchanged).
@@ -28,6 +33,7 @@ pub mod interchange;
 pub mod lanes;
 pub mod reduce;
 pub mod threads;
+pub mod tile;
 
 use std::collections::BTreeMap;
 
@@ -55,11 +61,13 @@ impl Pass {
 /// [`finishing`] passes always run after them.
 pub fn passes(target: Target) -> Vec<Pass> {
     match target {
-        // Loop structure first (interchange, lanes), then the parallel loop, whose
+        // Loop structure first (tile, interchange, lanes: the tile takes the matmuls whose
+        // blocks divide, interchange what is left), then the parallel loop, whose
         // disjoint-write and private-register proofs are made on the final loop nest (the
-        // registers the first two make are reset once per iteration of the loops around
+        // registers the first three make are reset once per iteration of the loops around
         // them, so their nests are threaded too).
         Target::Cpu => vec![
+            bottom_up(tile::tile()),
             bottom_up(interchange::interchange()),
             bottom_up(lanes::split_lanes()),
             Pass {
