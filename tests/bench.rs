@@ -152,7 +152,14 @@ fn why_a_peer_figure_is_missing_is_reported() {
         dir.path(),
         r#"{"numpy": true, "tinygrad": false, "unavailable": {"tinygrad": "cannot run on its CPU device: FileNotFoundError: clang"}, "results": {"sum": {"numpy": 12.5}, "matmul": {"errors": {"numpy": "MemoryError: too big"}}}}"#,
     );
-    let args = ["--workloads", "sum,matmul", "--rounds", "1", "--python", &py];
+    let args = [
+        "--workloads",
+        "sum,matmul",
+        "--rounds",
+        "1",
+        "--python",
+        &py,
+    ];
     let o = bench(&args, &[]);
     assert_eq!(o.code, 0, "{}", o.all());
     let v = json(&o);
@@ -183,7 +190,10 @@ fn why_a_peer_figure_is_missing_is_reported() {
         dir.path(),
         r#"{"numpy": false, "tinygrad": true, "results": {"sum": {}}}"#,
     );
-    let o = bench(&["--workloads", "sum", "--rounds", "1", "--python", &py], &[]);
+    let o = bench(
+        &["--workloads", "sum", "--rounds", "1", "--python", &py],
+        &[],
+    );
     let v = json(&o);
     assert_eq!(
         v["peer_notes"],
@@ -211,7 +221,10 @@ fn peers_py_without_numpy_says_so() {
         }
     }
     let py = py.to_str().expect("utf-8 path");
-    let o = bench(&["--workloads", "sum", "--rounds", "1", "--python", py], &[]);
+    let o = bench(
+        &["--workloads", "sum", "--rounds", "1", "--python", py],
+        &[],
+    );
     assert_eq!(o.code, 0, "{}", o.all());
     let v = json(&o);
     let notes: Vec<&str> = v["peer_notes"]
@@ -221,10 +234,15 @@ fn peers_py_without_numpy_says_so() {
         .filter_map(|n| n.as_str())
         .collect();
     assert!(
-        notes.iter().any(|n| n.starts_with("numpy: not installed (")),
+        notes
+            .iter()
+            .any(|n| n.starts_with("numpy: not installed (")),
         "{notes:?}"
     );
-    assert!(notes.iter().any(|n| n.starts_with("tinygrad: ")), "{notes:?}");
+    assert!(
+        notes.iter().any(|n| n.starts_with("tinygrad: ")),
+        "{notes:?}"
+    );
     for f in ["numpy", "tinygrad", "tinygrad_first_ms"] {
         assert!(workload(&v, "sum").get(f).is_none(), "{f}");
     }

@@ -186,7 +186,10 @@ fn the_cli_names_the_cpu_pass_of_a_wrong_rule() {
     let text = out.all();
     assert_eq!(out.code, 1, "{text}");
     for (stage, verdict) in [
-        ("kernels: after pass 'cpu_interchange'", "agrees with the oracle"),
+        (
+            "kernels: after pass 'cpu_interchange'",
+            "agrees with the oracle",
+        ),
         ("kernels: after pass 'cpu_split_lanes'", "DIFFERS"),
     ] {
         assert!(

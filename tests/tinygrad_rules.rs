@@ -313,7 +313,10 @@ fn fuzz_rules_cli_that_checks_nothing_is_not_a_pass() {
             stdout.contains("0 checked") && stdout.contains("NOTHING WAS CHECKED (not a pass)"),
             "{budget:?}: {stdout}"
         );
-        assert!(!stdout.contains("no counterexample"), "{budget:?}: {stdout}");
+        assert!(
+            !stdout.contains("no counterexample"),
+            "{budget:?}: {stdout}"
+        );
         assert!(
             stderr.contains("no expression was checked"),
             "{budget:?}: {stderr}"

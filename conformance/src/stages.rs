@@ -345,13 +345,8 @@ pub fn diff(case: &Case) -> Result<DiffReport, DiffError> {
                         schedule_case_opts(&run, case, index_passes, o)
                             .ok()
                             .and_then(|s| {
-                                interpret_schedule(
-                                    &s,
-                                    &run.loaded.inputs,
-                                    &opts,
-                                    Record::Outputs,
-                                )
-                                .ok()
+                                interpret_schedule(&s, &run.loaded.inputs, &opts, Record::Outputs)
+                                    .ok()
                             })
                             .is_some_and(|t| diff_outputs(case, &want, &t.outputs).is_empty())
                     });

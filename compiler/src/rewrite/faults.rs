@@ -130,11 +130,7 @@ mod wrong {
             ),
             (
                 "cpu_split_lanes",
-                Rule::new(
-                    "fault_lanes_order_drop",
-                    Pat::node(Op::REDUCE),
-                    order_drop,
-                ),
+                Rule::new("fault_lanes_order_drop", Pat::node(Op::REDUCE), order_drop),
             ),
         ]
     }
