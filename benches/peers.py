@@ -2,33 +2,54 @@
 """numpy and tinygrad (CPU) figures for `uopkit bench`.
 
 Reads a JSON request on stdin: {"rounds": N, "workloads": [{"name", "kind", sizes...}]}.
-Writes one JSON object on stdout: {"numpy": bool, "tinygrad": bool,
-"results": {name: {"numpy": value, "tinygrad": value}}} in each workload's unit (GB/s or
-GFLOP/s, the same byte and flop counts as uopkit's), from the best of N runs after one
-warm-up. A library that is not installed gives no figure (the key is absent). tinygrad's
-figures time a full call (graph build, schedule, realize, with its kernel cache warm); its
-first call (compile included) is reported as "tinygrad_first_ms".
+Writes one JSON object on stdout: {"numpy": bool, "tinygrad": bool, "unavailable": {lib:
+why}, "results": {name: {"numpy": value, "tinygrad": value, "errors": {lib: why}}}} in each
+workload's unit (GB/s or GFLOP/s, the same byte and flop counts as uopkit's), from the best
+of N runs after one warm-up. A library that is not installed or cannot run gives no figure
+(the key is absent) and says why under "unavailable"; a figure that fails says why under its
+workload's "errors". tinygrad's figures time a full call (graph build, schedule, realize,
+with its kernel cache warm); its first call (compile included) is reported as
+"tinygrad_first_ms".
 """
 import json
+import os
 import sys
 import time
 
 req = json.load(sys.stdin)
 rounds = max(1, int(req.get("rounds", 5)))
+unavailable = {}
+
+
+def why(e):
+    """One line saying what went wrong."""
+    text = f"{type(e).__name__}: {e}".strip().splitlines()
+    return (text[0] if text else type(e).__name__)[:300]
+
 
 try:
     import numpy as np
-except Exception:
+except Exception as e:
     np = None
-try:
-    if np is None:
-        raise ImportError
-    import os
-    os.environ.setdefault("DEV", "CPU")
-    from tinygrad import Tensor, dtypes, Device
-    Device.DEFAULT = "CPU"
-except Exception:
-    Tensor = None
+    unavailable["numpy"] = "not installed (" + why(e) + ")" if isinstance(e, ImportError) else why(e)
+Tensor = None
+if np is None:
+    unavailable["tinygrad"] = "needs numpy (to make its inputs)"
+else:
+    # tinygrad reads DEV when it is imported; every tensor below also names CPU.
+    os.environ["DEV"] = "CPU"
+    try:
+        from tinygrad import Tensor as _Tensor
+    except Exception as e:
+        unavailable["tinygrad"] = "not installed (" + why(e) + ")" if isinstance(e, ImportError) else why(e)
+    else:
+        # One tiny kernel, so that a device that cannot compile (tinygrad's CPU device runs
+        # clang) is said once here rather than once per workload.
+        try:
+            (_Tensor([1.0, 2.0], device="CPU") + 1).realize().tolist()
+            Tensor = _Tensor
+        except Exception as e:
+            unavailable["tinygrad"] = "cannot run on its CPU device: " + why(e)
 
 
 def best(f, rounds):
@@ -127,11 +148,12 @@ def tinygrad_fn(w):
 results = {}
 for w in req["workloads"]:
     r = {}
+    errors = {}
     if np is not None:
         try:
             r["numpy"] = work(w) / best(numpy_fn(w), rounds) / 1e9
-        except Exception as e:  # a figure we cannot make is absent, said on stderr
-            print(f"peers.py: numpy {w['name']}: {e}", file=sys.stderr)
+        except Exception as e:  # a figure we cannot make is absent, and says why
+            errors["numpy"] = why(e)
     if Tensor is not None:
         try:
             f = tinygrad_fn(w)
@@ -140,7 +162,10 @@ for w in req["workloads"]:
             r["tinygrad_first_ms"] = (time.perf_counter() - t) * 1e3
             r["tinygrad"] = work(w) / best(f, rounds) / 1e9
         except Exception as e:
-            print(f"peers.py: tinygrad {w['name']}: {e}", file=sys.stderr)
+            errors["tinygrad"] = why(e)
+    if errors:
+        r["errors"] = errors
     results[w["name"]] = r
 
-json.dump({"numpy": np is not None, "tinygrad": Tensor is not None, "results": results}, sys.stdout)
+json.dump({"numpy": np is not None, "tinygrad": Tensor is not None,
+           "unavailable": unavailable, "results": results}, sys.stdout)

@@ -1,7 +1,9 @@
 //! `uopkit fuzz-rules NAME`: the rule checker (`uopkit_conformance::gen::rulecheck`, see
 //! docs/rule-fuzzing.md) from the command line, for a named rule set or rule. Exit 0 when the
 //! budget passes, 1 with the counterexample printed (and written as a case under `--out`),
-//! 2 on bad input (an unknown name: the known ones are listed).
+//! 2 on bad input (an unknown name: the known ones are listed) and when nothing was checked
+//! (`--seconds 0`, `--cases 0`; for `tinygrad:SET` also every expression unsupported or
+//! raising: such a run proves nothing, so it must not read as a pass).
 //!
 //! `tinygrad:SET` (`tinygrad:symbolic`, `tinygrad:symbolic_simple`, `tinygrad:sym`,
 //! `tinygrad:commutative`) checks one of tinygrad's own rule sets instead, through
@@ -93,7 +95,7 @@ pub fn run(args: FuzzRulesArgs) -> ExitCode {
     match result {
         Ok(report) => {
             println!("{report}");
-            ExitCode::SUCCESS
+            passed_if_checked(&args.name, report.cases, &args)
         }
         Err(CheckError::Counterexample(c)) => {
             println!("{c}");
@@ -130,7 +132,7 @@ fn run_level(rut: &RuleUnderTest, args: &FuzzRulesArgs) -> ExitCode {
     match result {
         Ok(report) => {
             println!("{report}");
-            ExitCode::SUCCESS
+            passed_if_checked(&args.name, report.cases, args)
         }
         Err(LevelError::Counterexample(c)) => {
             println!("{c}");
@@ -141,6 +143,21 @@ fn run_level(rut: &RuleUnderTest, args: &FuzzRulesArgs) -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// Exit 0 when the run checked something (`cases` generated cases); a run that checked none
+/// (`--seconds 0`, `--cases 0`) proved nothing: it says so and exits 2, so that it never reads
+/// as a pass.
+fn passed_if_checked(name: &str, cases: u32, args: &FuzzRulesArgs) -> ExitCode {
+    if cases > 0 {
+        return ExitCode::SUCCESS;
+    }
+    println!("{name}: NOTHING WAS CHECKED (not a pass)");
+    eprintln!(
+        "error: {name}: no generated case was checked (--seconds {}, --cases {}); give it a budget that checks some",
+        args.seconds, args.cases
+    );
+    ExitCode::from(2)
 }
 
 /// `fuzz-rules tinygrad:SET`: tinygrad's rule set `set` on `--cases` generated expressions
@@ -174,8 +191,14 @@ fn run_tinygrad(set: &str, args: &FuzzRulesArgs) -> ExitCode {
     );
     match result {
         Ok(r) => {
+            // A run that checked no expression proved nothing: it is not a pass.
+            let verdict = if r.checked == 0 {
+                "NOTHING WAS CHECKED (not a pass)"
+            } else {
+                "no counterexample"
+            };
             println!(
-                "tinygrad:{}: {} expressions, {} checked ({} rewritten; {}; {} comparisons), {} may overflow, {} unsupported, {} raised, {} assignments, {:.1} s{}: no counterexample",
+                "tinygrad:{}: {} expressions, {} checked ({} rewritten; {}; {} comparisons), {} may overflow, {} unsupported, {} raised, {} assignments, {:.1} s{}: {verdict}",
                 r.rule_set,
                 r.cases,
                 r.checked,
@@ -196,6 +219,13 @@ fn run_tinygrad(set: &str, args: &FuzzRulesArgs) -> ExitCode {
             println!("{under}");
             for m in r.unsupported_reasons.iter().chain(&r.raised_messages) {
                 println!("  {m}");
+            }
+            if r.checked == 0 {
+                eprintln!(
+                    "error: tinygrad:{set}: no expression was checked (--seconds {budget}, --cases {}); give it a budget that checks some",
+                    args.cases
+                );
+                return ExitCode::from(2);
             }
             ExitCode::SUCCESS
         }

@@ -25,15 +25,30 @@ pub struct Args {
     /// Skip the C renderer on the CPU runtime (no C compiler needed).
     #[arg(long)]
     no_c: bool,
+    /// The C variant's time limit per kernel, in seconds: a compiled kernel with no answer
+    /// in time is killed and is a finding (a hang).
+    #[arg(long, default_value_t = 30.0)]
+    c_timeout: f64,
 }
 
 pub fn main(a: &Args) -> ExitCode {
+    let c_timeout = match std::time::Duration::try_from_secs_f64(a.c_timeout) {
+        Ok(t) if !t.is_zero() => t,
+        _ => {
+            eprintln!(
+                "error: --c-timeout {}: expected a positive number of seconds",
+                a.c_timeout
+            );
+            return ExitCode::from(2);
+        }
+    };
     let opts = KFuzzOpts {
         seconds: a.seconds,
         seed: a.seed,
         max_programs: a.programs,
         out_dir: Some(a.out.clone()),
         c_backend: !a.no_c,
+        c_timeout,
         ..Default::default()
     };
     let rep = match kfuzz::run(&opts) {

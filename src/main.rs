@@ -150,9 +150,9 @@ enum Command {
         lang: Option<LangArg>,
     },
     /// Run one case through every stage of the compiler (lowered kernels, after each
-    /// rewrite pass, rendered code) and report the first stage, pass, kernel and node whose
-    /// values differ from the tensor-level oracle, then the rewrite trace of that pass in
-    /// that kernel.
+    /// rewrite pass and each CPU kernel pass, the GPU-style kernels after each GPU pass,
+    /// rendered code) and report the first stage, pass, kernel and node whose values differ
+    /// from the tensor-level oracle, then the rewrite trace of that pass in that kernel.
     Diff {
         file: PathBuf,
         /// The backend for the rendered stage (`none` stops after the interpreted kernels).
@@ -679,6 +679,9 @@ fn diff(
         Ok(c) => c,
         Err(e) => return bad_input(e),
     };
+    // Test builds only (the compiler's `fault-injection` feature): faults named in
+    // UOPKIT_TEST_FAULTS are switched on for this thread; normal builds ignore it.
+    let _ = uopkit_compiler::rewrite::faults::activate_from_env();
     let opened = if backend == "none" {
         None
     } else {

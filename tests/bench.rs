@@ -71,6 +71,14 @@ fn quick_json_has_every_workload_exact_with_its_ceiling() {
             assert!(w.get(f).is_none(), "{f} in {w:#}");
         }
     }
+    // ... and the report says why.
+    let notes = v["peer_notes"].as_array().expect("peer_notes");
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.as_str().is_some_and(|n| n.contains("no Python"))),
+        "{notes:?}"
+    );
     assert_eq!(workload(&v, "sum")["unit"], "GB/s");
     assert_eq!(workload(&v, "sum")["ceiling_probe"], "read");
     assert_eq!(workload(&v, "elementwise")["ceiling_probe"], "triad");
@@ -124,6 +132,120 @@ fn peer_figures_appear_only_where_the_peers_give_them() {
     assert_eq!(workload(&v, "sum")["numpy"], 12.5);
     assert!(workload(&v, "sum").get("tinygrad").is_none());
     assert!(workload(&v, "matmul").get("numpy").is_none());
+}
+
+/// Writes an executable stand-in for Python that ignores its request and prints `answer`.
+fn fake_python(dir: &std::path::Path, answer: &str) -> String {
+    let py = dir.join("python");
+    std::fs::write(&py, format!("#!/bin/sh\ncat >/dev/null\necho '{answer}'\n")).expect("write");
+    std::fs::set_permissions(&py, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    py.to_str().expect("utf-8 path").to_string()
+}
+
+/// A peer that cannot run, or a figure that fails, is said in the JSON (`peer_notes`) and the
+/// table ("peers:"); its figures stay absent.
+#[test]
+fn why_a_peer_figure_is_missing_is_reported() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let py = fake_python(
+        dir.path(),
+        r#"{"numpy": true, "tinygrad": false, "unavailable": {"tinygrad": "cannot run on its CPU device: FileNotFoundError: clang"}, "results": {"sum": {"numpy": 12.5}, "matmul": {"errors": {"numpy": "MemoryError: too big"}}}}"#,
+    );
+    let args = [
+        "--workloads",
+        "sum,matmul",
+        "--rounds",
+        "1",
+        "--python",
+        &py,
+    ];
+    let o = bench(&args, &[]);
+    assert_eq!(o.code, 0, "{}", o.all());
+    let v = json(&o);
+    assert_eq!(
+        v["peer_notes"],
+        serde_json::json!([
+            "tinygrad: cannot run on its CPU device: FileNotFoundError: clang",
+            "numpy matmul: MemoryError: too big"
+        ])
+    );
+    assert_eq!(workload(&v, "sum")["numpy"], 12.5);
+    for f in ["tinygrad", "tinygrad_first_ms"] {
+        assert!(workload(&v, "sum").get(f).is_none(), "{f}");
+    }
+    assert!(workload(&v, "matmul").get("numpy").is_none());
+    let mut table = vec!["bench", "--quick"];
+    table.extend_from_slice(&args);
+    let o = uopkit_with(&table, &[], &["UOPKIT_BENCH_CORRUPT"]);
+    assert_eq!(o.code, 0, "{}", o.all());
+    assert!(
+        o.stdout
+            .contains("\npeers:\n  tinygrad: cannot run on its CPU device: FileNotFoundError: clang\n  numpy matmul: MemoryError: too big\n"),
+        "{}",
+        o.stdout
+    );
+    // A script that says it has tinygrad but gives no figure and no reason is reported too.
+    let py = fake_python(
+        dir.path(),
+        r#"{"numpy": false, "tinygrad": true, "results": {"sum": {}}}"#,
+    );
+    let o = bench(
+        &["--workloads", "sum", "--rounds", "1", "--python", &py],
+        &[],
+    );
+    let v = json(&o);
+    assert_eq!(
+        v["peer_notes"],
+        serde_json::json!(["tinygrad sum: no figure (none given, no reason)"])
+    );
+}
+
+/// The real `benches/peers.py` under a Python without numpy: no figure, and the reason.
+#[test]
+fn peers_py_without_numpy_says_so() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let py = dir.path().join("py");
+    std::fs::write(&py, "#!/bin/sh\nexec python3 -I \"$@\"\n").expect("write");
+    std::fs::set_permissions(&py, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    let has_numpy = std::process::Command::new(&py)
+        .args(["-c", "import numpy"])
+        .output()
+        .map(|o| o.status.success());
+    match has_numpy {
+        Ok(false) => {}
+        other => {
+            eprintln!("skipped: python3 -I imports numpy, or does not run: {other:?}");
+            return;
+        }
+    }
+    let py = py.to_str().expect("utf-8 path");
+    let o = bench(
+        &["--workloads", "sum", "--rounds", "1", "--python", py],
+        &[],
+    );
+    assert_eq!(o.code, 0, "{}", o.all());
+    let v = json(&o);
+    let notes: Vec<&str> = v["peer_notes"]
+        .as_array()
+        .expect("peer_notes")
+        .iter()
+        .filter_map(|n| n.as_str())
+        .collect();
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.starts_with("numpy: not installed (")),
+        "{notes:?}"
+    );
+    assert!(
+        notes.iter().any(|n| n.starts_with("tinygrad: ")),
+        "{notes:?}"
+    );
+    for f in ["numpy", "tinygrad", "tinygrad_first_ms"] {
+        assert!(workload(&v, "sum").get(f).is_none(), "{f}");
+    }
 }
 
 #[test]

@@ -150,7 +150,7 @@ fn special_f32s(rng: &mut Rng, n: usize, period: usize) -> Vec<f32> {
         .zip(&signs)
         .enumerate()
         .map(|(i, (&b, &s))| match i % period {
-            3 => f32::from_bits(0x7fc0_1234), // a NaN with a payload
+            3 => f32::from_bits(0x7fc0_1234),  // a NaN with a payload
             11 => f32::from_bits(0xffa0_0001), // a negative signalling-pattern NaN
             5 => f32::INFINITY,
             17 => f32::NEG_INFINITY,

@@ -170,3 +170,54 @@ fn the_cli_prints_no_trace_for_a_passing_case() {
         "{text}"
     );
 }
+
+/// A wrong rule in a CPU kernel pass, through the CLI (`UOPKIT_TEST_FAULTS`, which only a
+/// test build reads): `uopkit diff` lists a stage per CPU pass, names `cpu_split_lanes` and
+/// its wrong rule, and prints that pass's trace in the kernel graph, with the rule's step
+/// marked.
+#[test]
+fn the_cli_names_the_cpu_pass_of_a_wrong_rule() {
+    let case = "corpus/reduce/add_float32_declared_split.json";
+    let out = common::uopkit_with(
+        &["diff", case, "--backend", "none"],
+        &[("UOPKIT_TEST_FAULTS", "fault_lanes_order_drop")],
+        &[],
+    );
+    let text = out.all();
+    assert_eq!(out.code, 1, "{text}");
+    for (stage, verdict) in [
+        (
+            "kernels: after pass 'cpu_interchange'",
+            "agrees with the oracle",
+        ),
+        ("kernels: after pass 'cpu_split_lanes'", "DIFFERS"),
+    ] {
+        assert!(
+            text.lines()
+                .any(|l| l.starts_with(stage) && l.ends_with(verdict)),
+            "{stage}: {verdict}\n{text}"
+        );
+    }
+    assert!(
+        text.contains(
+            "first difference at stage 'kernels: after pass 'cpu_split_lanes'', kernel pass 'cpu_split_lanes' (culprit rule: fault_lanes_order_drop"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("rewrite trace of pass 'cpu_split_lanes' in kernel"),
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with(">> #") && l.contains(" fault_lanes_order_drop: ")),
+        "{text}"
+    );
+    // Without the fault every stage agrees.
+    let clean = common::uopkit_with(
+        &["diff", case, "--backend", "none"],
+        &[],
+        &["UOPKIT_TEST_FAULTS"],
+    );
+    assert_eq!(clean.code, 0, "{}", clean.all());
+}

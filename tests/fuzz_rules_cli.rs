@@ -35,6 +35,37 @@ fn a_correct_rule_set_passes_its_budget() {
     );
 }
 
+/// A run that checks no generated case proves nothing: it says so and exits 2, at every
+/// level (`--seconds 0`: no chunk starts; `--cases 0`).
+#[test]
+fn a_run_that_checks_nothing_is_not_a_pass() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().to_str().unwrap();
+    for (budget, level) in [
+        (["--seconds", "0"], "expr"),
+        (["--cases", "0"], "expr"),
+        (["--seconds", "0"], "kernel"),
+        (["--cases", "0"], "tensor"),
+    ] {
+        let mut args = vec!["fuzz-rules", "symbolic", "--out", out, "--level", level];
+        args.extend_from_slice(&budget);
+        let r = uopkit(&args);
+        assert_eq!(r.code, 2, "{args:?}: {}", r.all());
+        assert!(
+            r.stdout
+                .contains("symbolic: NOTHING WAS CHECKED (not a pass)"),
+            "{args:?}: {}",
+            r.all()
+        );
+        assert!(!r.stdout.contains("all exact"), "{args:?}: {}", r.all());
+        assert!(
+            r.stderr.contains("no generated case was checked"),
+            "{args:?}: {}",
+            r.all()
+        );
+    }
+}
+
 #[test]
 fn fault_mod_drop_is_found_shrunk_and_written_as_a_case() {
     let dir = tempfile::tempdir().unwrap();

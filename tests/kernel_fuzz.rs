@@ -289,3 +289,40 @@ fn a_hanging_compiled_kernel_is_a_c_finding() {
     assert_eq!(f.variant, "c", "{text}");
     assert!(f.detail.contains("no answer within 3 s"), "{text}");
 }
+
+/// `uopkit fuzz-kernels --c-timeout S` is the C variant's limit per kernel: a compiled kernel
+/// that hangs is killed after S seconds and is a finding that says so (exit 1); a limit that
+/// is not a positive number of seconds is bad input (exit 2).
+#[test]
+fn the_cli_takes_the_c_time_limit() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let env = faulty_cc(dir.path(), HANG);
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let out = dir.path().join("found");
+    let out = out.to_string_lossy().to_string();
+    let t0 = std::time::Instant::now();
+    let o = common::uopkit_with(
+        &[
+            "fuzz-kernels",
+            "--programs",
+            "1",
+            "--seed",
+            "0",
+            "--out",
+            &out,
+            "--c-timeout",
+            "1",
+        ],
+        &env,
+        &[],
+    );
+    let all = o.all();
+    eprintln!("{all}\n({:.1} s)", t0.elapsed().as_secs_f64());
+    assert_eq!(o.code, 1, "{all}");
+    assert!(all.contains("1 finding(s)"), "{all}");
+    assert!(all.contains("no answer within 1 s"), "{all}");
+    for bad in ["0", "-2", "nan", "inf", "x"] {
+        let o = common::uopkit(&["fuzz-kernels", "--programs", "1", "--c-timeout", bad]);
+        assert_eq!(o.code, 2, "--c-timeout {bad}: {}", o.all());
+    }
+}

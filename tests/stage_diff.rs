@@ -1,6 +1,8 @@
 //! `uopkit diff` pins a deliberately wrong rewrite rule to its pass: with the test-only fault
 //! `fault_mod_drop` switched on (this thread only), the lowered kernels still agree with the
-//! oracle and the first stage that differs is the one after the `symbolic` pass.
+//! oracle and the first stage that differs is the one after the `symbolic` pass; with
+//! `fault_lanes_order_drop` (a wrong rule in the CPU kernel pass `cpu_split_lanes`), the one
+//! after that pass.
 
 use uopkit_compiler::rewrite::faults;
 use uopkit_conformance::backends::cpu::Cpu;
@@ -27,6 +29,10 @@ fn every_stage_agrees_without_the_fault() {
         [
             "kernels: lowered",
             "kernels: after pass 'symbolic'",
+            "kernels: after pass 'cpu_tile'",
+            "kernels: after pass 'cpu_interchange'",
+            "kernels: after pass 'cpu_split_lanes'",
+            "kernels: after pass 'cpu_threads'",
             "gpusim: lowered",
             "gpusim: after pass 'gpu_launch'",
             "gpusim: after pass 'gpu_local_reduce'",
@@ -117,4 +123,69 @@ fn diff_names_nodes_by_case_file_id() {
     assert!(first.contains("graph node 14"), "{first}");
     assert!(first.contains("--highlight 14"), "{first}");
     assert!(!first.contains("graph %"), "arena ids leak: {first}");
+}
+
+/// A wrong rule in a CPU kernel pass: `fault_lanes_order_drop` makes `cpu_split_lanes` fold a
+/// REDUCE declared `split(2)` sequentially. On [1e8, 1, −1e8, 1] (float32) the declared order
+/// gives 2.0 and the sequential one 1.0 (the case file derives both by hand), so the stages
+/// before the pass agree and the one after it differs, pinned to the kernel computing
+/// node 1 and to the wrong rule.
+#[test]
+fn diff_names_the_cpu_pass_of_a_wrong_rule() {
+    let text = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("corpus/reduce/add_float32_declared_split.json"),
+    )
+    .expect("the corpus case");
+    let case = load::parse_case(&text).expect("the case parses");
+    let clean = diff(&case).expect("diff runs");
+    assert!(clean.agrees(), "{:?}", clean.first);
+    faults::set_active(&["fault_lanes_order_drop"]);
+    let report = diff(&case);
+    faults::set_active(&[]);
+    let report = report.expect("diff runs");
+    let verdicts: Vec<(&str, bool)> = report
+        .stages
+        .iter()
+        .take(5)
+        .map(|s| (s.stage.as_str(), s.difference.is_some()))
+        .collect();
+    assert_eq!(
+        verdicts,
+        [
+            ("kernels: lowered", false),
+            ("kernels: after pass 'symbolic'", false),
+            ("kernels: after pass 'cpu_tile'", false),
+            ("kernels: after pass 'cpu_interchange'", false),
+            ("kernels: after pass 'cpu_split_lanes'", true),
+            ("kernels: after pass 'cpu_threads'", true),
+        ]
+    );
+    let first = report.first.expect("a difference is reported");
+    assert!(
+        first.starts_with(
+            "first difference at stage 'kernels: after pass 'cpu_split_lanes'', kernel pass 'cpu_split_lanes' (culprit rule: fault_lanes_order_drop; fault injection is on)"
+        ),
+        "{first}"
+    );
+    assert!(first.contains("graph node 1"), "pinned to node 1: {first}");
+    assert!(
+        first.contains("writes different values than before the pass"),
+        "{first}"
+    );
+    assert!(first.contains("output 'split2'"), "{first}");
+    assert_eq!(report.node, Some(1));
+    let Some(uopkit_conformance::pass_trace::TraceSection::Pass(traces)) = &report.trace else {
+        panic!("a pass trace: {:?}", report.trace)
+    };
+    assert_eq!(traces.len(), 1, "the pinned kernel's");
+    assert_eq!(traces[0].pass, "cpu_split_lanes");
+    assert!(
+        traces[0]
+            .steps
+            .iter()
+            .any(|s| s.step.rule == "fault_lanes_order_drop"),
+        "{:#?}",
+        traces[0]
+    );
 }

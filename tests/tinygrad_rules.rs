@@ -289,3 +289,37 @@ fn fuzz_rules_cli_runs_tinygrads_rule_sets() {
     assert_eq!(unknown.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&unknown.stderr).contains("symbolic"));
 }
+
+/// A run that checks nothing (`--seconds 0`: no batch starts; `--cases 0`) proves nothing:
+/// it says so and exits 2, never 0 with "no counterexample".
+#[test]
+fn fuzz_rules_cli_that_checks_nothing_is_not_a_pass() {
+    if !has_tinygrad("fuzz_rules_cli_that_checks_nothing_is_not_a_pass") {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    for budget in [["--seconds", "0"], ["--cases", "0"]] {
+        let out = Command::new(env!("CARGO_BIN_EXE_uopkit"))
+            .args(["fuzz-rules", "tinygrad:symbolic", "--out"])
+            .arg(dir.path())
+            .args(budget)
+            .env_remove("UOPKIT_TINYGRAD_RULE_FAULT")
+            .output()
+            .expect("uopkit runs");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{budget:?}: {stdout}{stderr}");
+        assert!(
+            stdout.contains("0 checked") && stdout.contains("NOTHING WAS CHECKED (not a pass)"),
+            "{budget:?}: {stdout}"
+        );
+        assert!(
+            !stdout.contains("no counterexample"),
+            "{budget:?}: {stdout}"
+        );
+        assert!(
+            stderr.contains("no expression was checked"),
+            "{budget:?}: {stderr}"
+        );
+    }
+}

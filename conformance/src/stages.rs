@@ -3,15 +3,23 @@
 //! kernel where it first appears.
 //!
 //! Stages, in order:
-//! 1. `kernels: lowered` — the scheduled kernels with no rewrite pass, run by the kernel
-//!    interpreter on the real buffers in schedule order;
-//! 2. `kernels: after <pass>` — the same after each rewrite pass (cumulative);
-//! 3. `rendered: <backend>` — the rendered code compiled and run by the backend, judged like a
+//! 1. `kernels: lowered` — the scheduled kernels with no rewrite pass and no kernel pass
+//!    (only the finishing `expand_reduce`), run by the kernel interpreter on the real buffers
+//!    in schedule order;
+//! 2. `kernels: after <pass>` — the same after each rewrite pass on the index arithmetic
+//!    (cumulative), then after each of the CPU target's kernel passes
+//!    (`optimize::passes(Target::Cpu)`: `cpu_tile`, `cpu_interchange`, `cpu_split_lanes`, `cpu_threads`;
+//!    cumulative, the kernels the C backend renders after the last one);
+//! 3. `gpusim: lowered`, `gpusim: after <pass>` — the GPU-style kernels after each of the GPU
+//!    target's passes, under every seed of [`GPU_SEEDS`];
+//! 4. `rendered: <backend>` — the rendered code compiled and run by the backend, judged like a
 //!    trial (`harness::diff`).
 //!
-//! When the first difference is at a rewrite pass, the case is scheduled once more with a
+//! When the first difference is at a pass, the case is scheduled once more with a
 //! [`RewriteTrace`] and [`DiffReport::trace`] holds that pass's steps in the pinned kernel
 //! (all kernels for a GPU pass), marked against the diverging node ([`crate::pass_trace`]).
+//! The kernel interpreter runs a loop `cpu_threads` marked parallel in order, so a race
+//! between its threads shows only at the rendered stage.
 
 use std::collections::BTreeMap;
 
@@ -222,11 +230,6 @@ fn diff_outputs(case: &Case, oracle: &[&Value], got: &[Option<Value>]) -> String
     report
 }
 
-fn schedule_case(run: &OracleRun, case: &Case, passes: &[RuleSet]) -> Result<Schedule, DiffError> {
-    let opts = ScheduleOpts::from_env().map_err(|e| DiffError::Settings(e.to_string()))?;
-    schedule_case_opts(run, case, passes, &opts)
-}
-
 /// One stage's verdict.
 #[derive(Clone, Debug)]
 pub struct StageResult {
@@ -255,6 +258,14 @@ impl DiffReport {
     }
 }
 
+/// One CPU-style stage: the first `index` rewrite passes (on the index arithmetic, during
+/// lowering), then the first `kernel` of the CPU target's kernel passes.
+#[derive(Clone, Copy, Debug)]
+struct CpuStage {
+    index: usize,
+    kernel: usize,
+}
+
 /// Runs the interpreted stages in order and pins the first difference from the oracle (the
 /// rendered stage on a backend is added by `harness::diff`).
 pub fn diff(case: &Case) -> Result<DiffReport, DiffError> {
@@ -264,19 +275,37 @@ pub fn diff(case: &Case) -> Result<DiffReport, DiffError> {
     let run = run::run_oracle(case).map_err(DiffError::Oracle)?;
     let want = run::output_values(case, &run).map_err(DiffError::Outputs)?;
     let passes = pipeline::default_passes();
+    let cpu = uopkit_compiler::optimize::passes(Target::Cpu);
+    let env = ScheduleOpts::from_env().map_err(|e| DiffError::Settings(e.to_string()))?;
     let opts = RunOpts::default();
     let mut stages = vec![];
     let mut first = None;
     let mut section = None;
     let mut node = None;
     let mut previous: Option<(String, Schedule, Trace)> = None;
-    for k in 0..=passes.len() {
-        let stage = if k == 0 {
-            "kernels: lowered".to_string()
-        } else {
-            format!("kernels: after pass '{}'", passes[k - 1].name)
+    // The rewrite passes one by one with no kernel pass, then the CPU target's kernel passes
+    // one by one after all of them (the order the pipeline runs them in).
+    let cpu_stages = (0..=passes.len())
+        .map(|index| CpuStage { index, kernel: 0 })
+        .chain((1..=cpu.len()).map(|kernel| CpuStage {
+            index: passes.len(),
+            kernel,
+        }));
+    for st in cpu_stages {
+        let rewrite_pass = st.index.checked_sub(1).and_then(|i| passes.get(i));
+        let kernel_pass = st.kernel.checked_sub(1).and_then(|i| cpu.get(i));
+        let stage = match (kernel_pass, rewrite_pass) {
+            (Some(p), _) => format!("kernels: after pass '{}'", p.name()),
+            (None, Some(p)) => format!("kernels: after pass '{}'", p.name),
+            (None, None) => "kernels: lowered".to_string(),
         };
-        let sched = schedule_case(&run, case, &passes[..k])?;
+        let opts_k = ScheduleOpts {
+            target: Target::Cpu,
+            kernel_passes: Some(st.kernel),
+            ..env.clone()
+        };
+        let index_passes = &passes[..st.index];
+        let sched = schedule_case_opts(&run, case, index_passes, &opts_k)?;
         let (difference, trace, failed_step) =
             match interpret_schedule(&sched, &run.loaded.inputs, &opts, Record::Writes) {
                 Err(e) => (Some(e.message), None, e.step),
@@ -306,37 +335,57 @@ pub fn diff(case: &Case) -> Result<DiffReport, DiffError> {
                 ),
                 (None, None) => String::new(),
             };
-            section = Some(if k == 0 {
-                TraceSection::NotARewritePass {
-                    stage: stage.clone(),
+            let kernels = match step.and_then(|i| sched.steps.get(i)) {
+                Some(Step::Kernel { program, .. }) => vec![program.name.clone()],
+                _ => kernel_names(&sched),
+            };
+            let (pass, rules, trace_section) = match (kernel_pass, rewrite_pass) {
+                (Some(p), _) => {
+                    let culprits = kernel_culprits(p, &opts_k, |o| {
+                        schedule_case_opts(&run, case, index_passes, o)
+                            .ok()
+                            .and_then(|s| {
+                                interpret_schedule(&s, &run.loaded.inputs, &opts, Record::Outputs)
+                                    .ok()
+                            })
+                            .is_some_and(|t| diff_outputs(case, &want, &t.outputs).is_empty())
+                    });
+                    (
+                        format!("kernel pass '{}'", p.name()),
+                        culprit_note(&culprits),
+                        pass_traces(
+                            &run,
+                            case,
+                            index_passes,
+                            &opts_k,
+                            p.name(),
+                            &kernels,
+                            TraceGraph::Kernel,
+                        )?,
+                    )
                 }
-            } else {
-                let kernels = match step.and_then(|i| sched.steps.get(i)) {
-                    Some(Step::Kernel { program, .. }) => vec![program.name.clone()],
-                    _ => kernel_names(&sched),
-                };
-                let opts =
-                    ScheduleOpts::from_env().map_err(|e| DiffError::Settings(e.to_string()))?;
-                pass_traces(
-                    &run,
-                    case,
-                    &passes[..k],
-                    &opts,
-                    passes[k - 1].name,
-                    &kernels,
-                    TraceGraph::Index,
-                )?
-            });
-            let pass = if k == 0 {
-                "before any rewrite pass (scheduling or lowering)".to_string()
-            } else {
-                format!("rewrite pass '{}'", passes[k - 1].name)
+                (None, Some(p)) => (
+                    format!("rewrite pass '{}'", p.name),
+                    culprit_rules(case, &run, &want, index_passes, &opts_k, &opts),
+                    pass_traces(
+                        &run,
+                        case,
+                        index_passes,
+                        &opts_k,
+                        p.name,
+                        &kernels,
+                        TraceGraph::Index,
+                    )?,
+                ),
+                (None, None) => (
+                    "before any rewrite pass (scheduling or lowering)".to_string(),
+                    String::new(),
+                    TraceSection::NotARewritePass {
+                        stage: stage.clone(),
+                    },
+                ),
             };
-            let rules = if k > 0 {
-                culprit_rules(case, &run, &want, &passes[..k], &opts)
-            } else {
-                String::new()
-            };
+            section = Some(trace_section);
             first = Some(format!(
                 "first difference at stage '{stage}', {pass}{rules}\n{pinned}{d}"
             ));
@@ -364,37 +413,26 @@ pub fn diff(case: &Case) -> Result<DiffReport, DiffError> {
                 format!("kernel pass '{name}'"),
             )
         };
-        let env = ScheduleOpts::from_env().map_err(|e| DiffError::Settings(e.to_string()))?;
         let opts_k = ScheduleOpts {
             target: Target::Gpu,
             kernel_passes: Some(k),
-            ..env
+            ..env.clone()
         };
         let sched = schedule_case_opts(&run, case, &passes, &opts_k)?;
         let difference = gpu_difference(case, &run, &want, &sched, &opts);
         if let (Some(d), None) = (&difference, &first) {
-            // Which rule of the pass: rerun it without each rule in turn.
-            let mut culprits = vec![];
-            let tried = match k.checked_sub(1).and_then(|i| gpu.get(i)) {
-                Some(p) => p.rules.rules(),
-                None => &[],
+            let rules = match k.checked_sub(1).and_then(|i| gpu.get(i)) {
+                Some(p) => kernel_culprits(p, &opts_k, |o| {
+                    schedule_case_opts(&run, case, &passes, o)
+                        .ok()
+                        .is_some_and(|s| gpu_difference(case, &run, &want, &s, &opts).is_none())
+                }),
+                None => vec![],
             };
-            for r in tried {
-                let without = ScheduleOpts {
-                    disabled_rules: vec![r.name.to_string()],
-                    ..opts_k.clone()
-                };
-                let agrees = schedule_case_opts(&run, case, &passes, &without)
-                    .ok()
-                    .is_some_and(|s| gpu_difference(case, &run, &want, &s, &opts).is_none());
-                if agrees {
-                    culprits.push(r.name);
-                }
-            }
-            let rules = if culprits.is_empty() {
+            let rules = if rules.is_empty() {
                 String::new()
             } else {
-                format!(" (culprit rule: {})", culprits.join(", "))
+                format!(" (culprit rule: {})", rules.join(", "))
             };
             first = Some(format!(
                 "first difference at stage '{stage}', {pass}{rules}\n{d}\nschedule:\n{}",
@@ -512,13 +550,15 @@ fn schedule_case_opts(
     )
 }
 
-/// Which rules of the last pass the difference depends on: the pass is rerun without each
-/// rule in turn, and a rule whose removal makes the stage agree with the oracle is named.
+/// Which rules of the last rewrite pass the difference depends on: the pass is rerun without
+/// each rule in turn (with the kernel passes of `sched`), and a rule whose removal makes the
+/// stage agree with the oracle is named.
 fn culprit_rules(
     case: &Case,
     run: &OracleRun,
     want: &[&Value],
     passes: &[RuleSet],
+    sched: &ScheduleOpts,
     opts: &RunOpts,
 ) -> String {
     let Some((last, earlier)) = passes.split_last() else {
@@ -534,7 +574,7 @@ fn culprit_rules(
             .collect();
         let mut trial: Vec<RuleSet> = earlier.to_vec();
         trial.push(RuleSet::new(last.name, without));
-        let agrees = schedule_case(run, case, &trial)
+        let agrees = schedule_case_opts(run, case, &trial, sched)
             .ok()
             .and_then(|s| interpret_schedule(&s, &run.loaded.inputs, opts, Record::Outputs).ok())
             .is_some_and(|t| diff_outputs(case, want, &t.outputs).is_empty());
@@ -542,6 +582,33 @@ fn culprit_rules(
             culprits.push(r.name);
         }
     }
+    culprit_note(&culprits)
+}
+
+/// Which rules of the kernel pass `pass` the difference depends on: the schedule `sched`
+/// (whose last kernel pass is `pass`) is made again without each rule in turn, and a rule
+/// whose removal makes `agrees` true is named.
+fn kernel_culprits(
+    pass: &uopkit_compiler::optimize::Pass,
+    sched: &ScheduleOpts,
+    agrees: impl Fn(&ScheduleOpts) -> bool,
+) -> Vec<&'static str> {
+    pass.rules
+        .rules()
+        .iter()
+        .filter(|r| {
+            agrees(&ScheduleOpts {
+                disabled_rules: vec![r.name.to_string()],
+                ..sched.clone()
+            })
+        })
+        .map(|r| r.name)
+        .collect()
+}
+
+/// The note after the pass's name: its culprit rules, or that none alone is to blame (and
+/// whether fault injection is on).
+fn culprit_note(culprits: &[&str]) -> String {
     let faults = if rewrite::faults::any_active() {
         "; fault injection is on"
     } else {

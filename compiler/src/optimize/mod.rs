@@ -67,11 +67,11 @@ pub fn passes(target: Target) -> Vec<Pass> {
         // registers the first three make are reset once per iteration of the loops around
         // them, so their nests are threaded too).
         Target::Cpu => vec![
-            bottom_up(tile::tile()),
-            bottom_up(interchange::interchange()),
-            bottom_up(lanes::split_lanes()),
+            bottom_up(with_faults(tile::tile())),
+            bottom_up(with_faults(interchange::interchange())),
+            bottom_up(with_faults(lanes::split_lanes())),
             Pass {
-                rules: threads::threads(),
+                rules: with_faults(threads::threads()),
                 order: Order::TopDown,
             },
         ],
@@ -95,6 +95,17 @@ pub fn passes(target: Target) -> Vec<Pass> {
 /// The passes every kernel needs before it can be linearized: `expand_reduce`.
 pub fn finishing() -> Vec<Pass> {
     vec![bottom_up(reduce::expand_reduce())]
+}
+
+/// `rules` with the deliberately wrong rules that join its pass put first (test builds with
+/// a fault switched on only: `rewrite::faults`; otherwise `rules` unchanged).
+fn with_faults(rules: RuleSet) -> RuleSet {
+    let mut all = crate::rewrite::faults::active_rules_for(rules.name);
+    if all.is_empty() {
+        return rules;
+    }
+    all.extend(rules.rules().iter().cloned());
+    RuleSet::new(rules.name, all)
 }
 
 fn bottom_up(rules: RuleSet) -> Pass {

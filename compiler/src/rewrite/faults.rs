@@ -5,13 +5,15 @@
 
 use super::engine::Rule;
 
-/// The names of the faults that exist: rules injected into the `symbolic` pass
-/// ([`active_rules`]), and `fault_gpu_barrier_drop`, which makes the GPU local reduction
+/// The names of the faults that exist: rules injected into a pass ([`active_rules_for`]):
+/// `fault_mod_drop` into `symbolic`, `fault_lanes_order_drop` into the CPU kernel pass
+/// `cpu_split_lanes`; and `fault_gpu_barrier_drop`, which makes the GPU local reduction
 /// (`optimize::gpu`) leave out the barrier after the partial sums, and
 /// `fault_local_misindex`, which makes a level of its tree (s > 1) read the local buffer at
 /// `l + s − 1` instead of `l + s` ([`is_active`]).
 pub const FAULTS: &[&str] = &[
     "fault_mod_drop",
+    "fault_lanes_order_drop",
     "fault_gpu_barrier_drop",
     "fault_local_misindex",
 ];
@@ -88,36 +90,49 @@ pub fn any_active() -> bool {
     }
 }
 
-/// The rules of the faults that are on for this thread (highest priority first).
-pub fn active_rules() -> Vec<Rule> {
+/// The rules of the faults that are on for this thread and join the pass named `pass`
+/// (highest priority first: the pass puts them before its own rules).
+pub fn active_rules_for(pass: &str) -> Vec<Rule> {
     #[cfg(feature = "fault-injection")]
     {
         let names: Vec<&'static str> = active::ACTIVE.with(|a| a.borrow().clone());
         wrong::all()
             .into_iter()
-            .filter(|r| names.contains(&r.name))
+            .filter(|(p, r)| *p == pass && names.contains(&r.name))
+            .map(|(_, r)| r)
             .collect()
     }
     #[cfg(not(feature = "fault-injection"))]
     {
+        let _ = pass;
         vec![]
     }
 }
 
 #[cfg(feature = "fault-injection")]
 mod wrong {
-    use uopkit_interp::ir::{Graph, NodeId, Op};
+    use uopkit_interp::ir::{Arg, Graph, NodeId, Op, ReduceOrder};
 
     use crate::rewrite::engine::Rule;
     use crate::rewrite::pattern::{Captures, Pat};
     use crate::rewrite::range::Ranges;
 
-    pub fn all() -> Vec<Rule> {
-        vec![Rule::new(
-            "fault_mod_drop",
-            Pat::ops(&[Op::CMOD, Op::FLOORMOD], [Pat::var("x"), Pat::cvar("c")]),
-            mod_drop,
-        )]
+    /// Each wrong rule with the pass it joins.
+    pub fn all() -> Vec<(&'static str, Rule)> {
+        vec![
+            (
+                "symbolic",
+                Rule::new(
+                    "fault_mod_drop",
+                    Pat::ops(&[Op::CMOD, Op::FLOORMOD], [Pat::var("x"), Pat::cvar("c")]),
+                    mod_drop,
+                ),
+            ),
+            (
+                "cpu_split_lanes",
+                Rule::new("fault_lanes_order_drop", Pat::node(Op::REDUCE), order_drop),
+            ),
+        ]
     }
 
     /// WRONG on purpose: `x % c → x` whenever 0 ≤ x < 2c (right only below c).
@@ -125,5 +140,19 @@ mod wrong {
         let d = c.const_bits(g, "c")? as i64 as i128;
         let x = Ranges::new(g).get(c["x"])?;
         (d > 1 && x.min >= 0 && x.max < 2 * d).then(|| c["x"])
+    }
+
+    /// WRONG on purpose: a REDUCE declaring `split(k)` folded sequentially instead (an
+    /// undeclared reassociation: other bits for floats whose sums round).
+    fn order_drop(g: &mut Graph, _: &Captures, id: NodeId) -> Option<NodeId> {
+        let mut n = g.node(id).clone();
+        let Arg::Reduce { ref mut order, .. } = n.arg else {
+            return None;
+        };
+        if !matches!(*order, ReduceOrder::Split(k) if k > 1) {
+            return None;
+        }
+        *order = ReduceOrder::Sequential;
+        Some(g.add(n))
     }
 }

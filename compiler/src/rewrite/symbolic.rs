@@ -31,7 +31,7 @@ use super::range::{Ranges, VRange};
 /// The symbolic rule set.
 pub fn symbolic() -> RuleSet {
     // Faults (test builds only) come first so that they win over the right rules.
-    let mut rules = super::faults::active_rules();
+    let mut rules = super::faults::active_rules_for("symbolic");
     rules.extend(symbolic_rules());
     RuleSet::new("symbolic", rules)
 }

@@ -9,9 +9,10 @@
 //! thread gives.
 //!
 //! `UOPKIT_CPU_THREADS=n` (n ≥ 1) sets the number of threads; unset, it is
-//! `std::thread::available_parallelism()`.
+//! `std::thread::available_parallelism()`. It is read once per process ([`cpu_threads`]).
 
 use std::ffi::c_void;
+use std::sync::OnceLock;
 
 use super::fpenv::FpGuard;
 use super::{Error, Result};
@@ -25,26 +26,47 @@ pub const MIN_WORK_PER_THREAD: u64 = 1 << 16;
 /// The entry over part of a parallel loop.
 pub type ParFn = unsafe extern "C" fn(*mut *mut c_void, i64, i64);
 
-/// The number of threads a launch may use: `UOPKIT_CPU_THREADS`, else every core.
+/// The number of threads a launch may use: `UOPKIT_CPU_THREADS`, else every core. The
+/// variable is read once, at the first call in the process (launches are hot: no environment
+/// lookup and no parsing per launch); a bad value is an error at every call.
 pub fn cpu_threads() -> Result<usize> {
-    match std::env::var(THREADS_VAR) {
-        Ok(v) => v
-            .trim()
-            .parse::<usize>()
-            .ok()
-            .filter(|&n| n >= 1)
-            .ok_or_else(|| Error::BadSetting {
-                name: THREADS_VAR.into(),
-                value: v.clone(),
-                message: "expected a number of threads, at least 1".into(),
+    static SETTING: OnceLock<std::result::Result<usize, BadThreads>> = OnceLock::new();
+    SETTING
+        .get_or_init(|| threads_from(std::env::var(THREADS_VAR)))
+        .clone()
+        .map_err(|b| Error::BadSetting {
+            name: THREADS_VAR.into(),
+            value: b.value,
+            message: b.message.into(),
+        })
+}
+
+/// A value of [`THREADS_VAR`] that is not a number of threads, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BadThreads {
+    pub value: String,
+    pub message: &'static str,
+}
+
+/// The number of threads that a lookup of [`THREADS_VAR`] asks for: its value (n ≥ 1),
+/// or every core when it is unset.
+pub fn threads_from(
+    var: std::result::Result<String, std::env::VarError>,
+) -> std::result::Result<usize, BadThreads> {
+    match var {
+        Ok(v) => match v.trim().parse::<usize>() {
+            Ok(n) if n >= 1 => Ok(n),
+            _ => Err(BadThreads {
+                value: v,
+                message: "expected a number of threads, at least 1",
             }),
+        },
         Err(std::env::VarError::NotPresent) => Ok(std::thread::available_parallelism()
             .map(|n| n.get())
             .unwrap_or(1)),
-        Err(std::env::VarError::NotUnicode(v)) => Err(Error::BadSetting {
-            name: THREADS_VAR.into(),
+        Err(std::env::VarError::NotUnicode(v)) => Err(BadThreads {
             value: v.to_string_lossy().into_owned(),
-            message: "not UTF-8".into(),
+            message: "not UTF-8",
         }),
     }
 }
@@ -123,5 +145,18 @@ mod tests {
         assert_eq!(chunks(1 << 24, 4, 1), 1);
         // Two threads' worth of work, and no more.
         assert_eq!(chunks(2, MIN_WORK_PER_THREAD, 8), 2);
+    }
+
+    #[test]
+    fn the_setting_is_a_number_of_threads_or_every_core() {
+        assert_eq!(threads_from(Ok("3".into())), Ok(3));
+        assert_eq!(threads_from(Ok(" 12 ".into())), Ok(12));
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        assert_eq!(threads_from(Err(std::env::VarError::NotPresent)), Ok(cores));
+        for bad in ["0", "-1", "two", ""] {
+            let e = threads_from(Ok(bad.into())).expect_err(bad);
+            assert_eq!(e.value, bad);
+            assert!(e.message.contains("at least 1"), "{e:?}");
+        }
     }
 }

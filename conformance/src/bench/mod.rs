@@ -196,7 +196,7 @@ pub fn run(opts: &BenchOpts, progress: &dyn Progress) -> Result<Report, BenchErr
             .map(|p| p.value)
     };
 
-    let peer_figures = match &opts.python {
+    let peer_run = match &opts.python {
         Some(py) => {
             progress.phase("numpy and tinygrad (benches/peers.py)");
             let reqs: Vec<serde_json::Value> = built
@@ -207,16 +207,20 @@ pub fn run(opts: &BenchOpts, progress: &dyn Progress) -> Result<Report, BenchErr
                     p
                 })
                 .collect();
-            match peers::run(py, &reqs, opts.rounds) {
-                Ok(f) => f,
-                Err(e) => {
-                    eprintln!("uopkit bench: no numpy/tinygrad figures: {e}");
-                    Default::default()
-                }
-            }
+            peers::run(py, &reqs, opts.rounds).unwrap_or_else(|e| peers::PeerRun {
+                notes: vec![format!("no numpy/tinygrad figures: {e}")],
+                ..Default::default()
+            })
         }
-        None => Default::default(),
+        None => peers::PeerRun {
+            notes: vec![format!(
+                "no numpy/tinygrad figures: no Python for them (benches/setup-venv.sh makes .venv; or --python, or {})",
+                peers::ENV
+            )],
+            ..Default::default()
+        },
     };
+    let peer_figures = &peer_run.figures;
 
     let mut results = vec![];
     for (i, (w, r)) in built.iter().zip(&runners).enumerate() {
@@ -259,6 +263,7 @@ pub fn run(opts: &BenchOpts, progress: &dyn Progress) -> Result<Report, BenchErr
         cc: compiler.cc().to_string(),
         probes: probe_results,
         workloads: results,
+        peer_notes: peer_run.notes,
     })
 }
 

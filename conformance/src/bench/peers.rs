@@ -1,7 +1,8 @@
 //! numpy and tinygrad figures for the same workloads: `benches/peers.py` (embedded here, so
 //! the installed binary needs no checkout), run with a Python that has them. Which Python:
 //! `--python`, else `UOPKIT_BENCH_PYTHON` (empty: none), else `.venv/bin/python` when it
-//! exists. A missing Python, library or figure leaves the fields absent; it is never a zero.
+//! exists. A missing Python, library or figure leaves the fields absent; it is never a zero,
+//! and it is never silent: [`PeerRun::notes`] says why (the bench prints them).
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
@@ -34,13 +35,21 @@ pub struct PeerFigures {
     pub tinygrad_first_ms: Option<f64>,
 }
 
-/// Runs the script with `python` on `workloads` (each `{"name", "kind", sizes…}`): figures by
-/// workload name, or why there are none (for a note on stderr).
+/// What the script gave: figures by workload name, and why a library or a figure is missing
+/// (one line each, e.g. `tinygrad: cannot run on its CPU device: …`, `tinygrad sum: …`).
+#[derive(Clone, Debug, Default)]
+pub struct PeerRun {
+    pub figures: BTreeMap<String, PeerFigures>,
+    pub notes: Vec<String>,
+}
+
+/// Runs the script with `python` on `workloads` (each `{"name", "kind", sizes…}`): the
+/// figures and notes, or why the script gave nothing at all.
 pub fn run(
     python: &Path,
     workloads: &[serde_json::Value],
     rounds: usize,
-) -> Result<BTreeMap<String, PeerFigures>, String> {
+) -> Result<PeerRun, String> {
     let req = serde_json::json!({"rounds": rounds, "workloads": workloads});
     let mut child = Command::new(python)
         .arg("-c")
@@ -68,19 +77,42 @@ pub fn run(
     }
     let v: serde_json::Value = serde_json::from_slice(&out.stdout)
         .map_err(|e| format!("peers.py printed no JSON: {e}"))?;
+    Ok(parse(&v))
+}
+
+/// The figures and notes of the script's JSON answer (see `benches/peers.py`).
+pub fn parse(v: &serde_json::Value) -> PeerRun {
     let num = |x: &serde_json::Value| x.as_f64().filter(|f| f.is_finite() && *f > 0.0);
-    let mut figures = BTreeMap::new();
-    if let Some(results) = v.get("results").and_then(|r| r.as_object()) {
-        for (name, r) in results {
-            figures.insert(
-                name.clone(),
-                PeerFigures {
-                    numpy: r.get("numpy").and_then(num),
-                    tinygrad: r.get("tinygrad").and_then(num),
-                    tinygrad_first_ms: r.get("tinygrad_first_ms").and_then(num),
-                },
-            );
+    let text = |x: &serde_json::Value| x.as_str().unwrap_or("no reason given").to_string();
+    let mut run = PeerRun::default();
+    if let Some(u) = v.get("unavailable").and_then(|u| u.as_object()) {
+        for (lib, why) in u {
+            run.notes.push(format!("{lib}: {}", text(why)));
         }
     }
-    Ok(figures)
+    if let Some(results) = v.get("results").and_then(|r| r.as_object()) {
+        for (name, r) in results {
+            let f = PeerFigures {
+                numpy: r.get("numpy").and_then(num),
+                tinygrad: r.get("tinygrad").and_then(num),
+                tinygrad_first_ms: r.get("tinygrad_first_ms").and_then(num),
+            };
+            if let Some(errors) = r.get("errors").and_then(|e| e.as_object()) {
+                for (lib, why) in errors {
+                    run.notes.push(format!("{lib} {name}: {}", text(why)));
+                }
+            }
+            // A library the script says it has, with no figure and no reason: say so too.
+            for (lib, got) in [("numpy", f.numpy), ("tinygrad", f.tinygrad)] {
+                let has = v.get(lib).and_then(|b| b.as_bool()) == Some(true);
+                let explained = r.get("errors").and_then(|e| e.get(lib)).is_some();
+                if has && got.is_none() && !explained {
+                    run.notes
+                        .push(format!("{lib} {name}: no figure (none given, no reason)"));
+                }
+            }
+            run.figures.insert(name.clone(), f);
+        }
+    }
+    run
 }

@@ -5,7 +5,9 @@
 //! `ceiling_probe`, `ratio_to_ceiling`, `exact` (bool), `exact_by`, `mismatch` (only when not
 //! exact), `best_ms`, `median_ms`, `median_value`, `kernels`, `compile_ms` (= `schedule_ms` +
 //! `cc_ms`, a cold compile), and `numpy` / `tinygrad` / `tinygrad_first_ms` only when those
-//! figures exist (absent, never zero or null, otherwise).
+//! figures exist (absent, never zero or null, otherwise). `peer_notes` (only when there are
+//! any): why a peer or one of its figures is missing, one line each; the table prints them
+//! under "peers:".
 
 use serde_json::{json, Map, Value};
 
@@ -54,6 +56,8 @@ pub struct Report {
     pub cc: String,
     pub probes: Vec<ProbeResult>,
     pub workloads: Vec<WorkloadResult>,
+    /// Why a peer (numpy, tinygrad) or one of its figures is missing.
+    pub peer_notes: Vec<String>,
 }
 
 impl Report {
@@ -111,7 +115,7 @@ impl Report {
                 Value::Object(m)
             })
             .collect();
-        json!({
+        let mut v = json!({
             "format": "uopkit-bench/1",
             "quick": self.quick,
             "rounds": self.rounds,
@@ -119,7 +123,11 @@ impl Report {
             "cc": self.cc,
             "probes": probes,
             "workloads": workloads,
-        })
+        });
+        if !self.peer_notes.is_empty() {
+            v["peer_notes"] = self.peer_notes.clone().into();
+        }
+        v
     }
 
     /// The human table.
@@ -184,6 +192,12 @@ impl Report {
                     .as_ref()
                     .map_or(String::new(), |d| format!("; MISMATCH: {d}"))
             ));
+        }
+        if !self.peer_notes.is_empty() {
+            s.push_str("\npeers:\n");
+            for n in &self.peer_notes {
+                s.push_str(&format!("  {n}\n"));
+            }
         }
         s
     }

@@ -391,12 +391,13 @@ impl fmt::Display for RuleReport {
         };
         write!(
             f,
-            "{}: {} {what} (seed {:#x}), rewritten {} times{skipped}, {} persisted counterexamples replayed, all exact, {:.1}s",
+            "{}: {} {what} (seed {:#x}), rewritten {} times{skipped}, {} persisted counterexamples replayed, {}, {:.1}s",
             self.name,
             self.cases,
             self.seed,
             self.fired_cases,
             self.replayed,
+            if self.cases == 0 { "none checked" } else { "all exact" },
             self.elapsed.as_secs_f64()
         )?;
         if !self.hits.is_empty() {

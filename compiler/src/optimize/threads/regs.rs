@@ -490,10 +490,7 @@ mod tests {
             }),
             "acc[3] carries from one iteration to the next"
         );
-        assert!(
-            !threaded(Init::Consts(&[0, 1, 3])),
-            "acc[2] is never reset"
-        );
+        assert!(!threaded(Init::Consts(&[0, 1, 3])), "acc[2] is never reset");
         assert!(!threaded(Init::Gated), "a gated reset may not run");
         assert!(!threaded(Init::Nothing), "read before it is written");
     }
@@ -515,7 +512,14 @@ mod tests {
         let xat = alu(&mut g, Op::INDEX, f32t, vec![x, r]);
         let xv = alu(&mut g, Op::LOAD, f32t, vec![xat]);
         let wr_at = reg_index(&mut g, acc, &[st_out], z);
-        let st_acc = add(&mut g, Op::STORE, DType::Void, vec![wr_at, xv], KArg::None, 0);
+        let st_acc = add(
+            &mut g,
+            Op::STORE,
+            DType::Void,
+            vec![wr_at, xv],
+            KArg::None,
+            0,
+        );
         let body = alu(&mut g, Op::GROUP, DType::Void, vec![st_out, st_acc]);
         assert!(!disjoint(&g, body, r, 8));
         // The same with the write first (acc[0] = x[r]; out[r] = acc[0]) is private.
@@ -528,7 +532,14 @@ mod tests {
         let xat = alu(&mut g, Op::INDEX, f32t, vec![x, r]);
         let xv = alu(&mut g, Op::LOAD, f32t, vec![xat]);
         let wr_at = reg_index(&mut g, acc, &[r], z);
-        let st_acc = add(&mut g, Op::STORE, DType::Void, vec![wr_at, xv], KArg::None, 0);
+        let st_acc = add(
+            &mut g,
+            Op::STORE,
+            DType::Void,
+            vec![wr_at, xv],
+            KArg::None,
+            0,
+        );
         let rd_at = reg_index(&mut g, acc, &[st_acc], z);
         let rd = alu(&mut g, Op::LOAD, f32t, vec![rd_at]);
         let oat = alu(&mut g, Op::INDEX, f32t, vec![out, r]);
@@ -547,7 +558,14 @@ mod tests {
         let z = i64c(&mut g, 0);
         let one = konst(&mut g, f32t, 1f32.to_bits() as u64);
         let wr_at = reg_index(&mut g, acc, &[r], z);
-        let st_acc = add(&mut g, Op::STORE, DType::Void, vec![wr_at, one], KArg::None, 0);
+        let st_acc = add(
+            &mut g,
+            Op::STORE,
+            DType::Void,
+            vec![wr_at, one],
+            KArg::None,
+            0,
+        );
         let two = i64c(&mut g, 2);
         let far = alu(&mut g, Op::CMOD, DType::Int64, vec![r, two]);
         let rd_at = reg_index(&mut g, acc, &[st_acc], far);
