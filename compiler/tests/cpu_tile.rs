@@ -378,11 +378,11 @@ fn specials_in_the_panel_and_the_rows_give_the_oracles_bits() {
     assert_eq!(got[2 * n + 3], 0x7fc0_0000);
 }
 
-/// The C declares the panel and the accumulators as local arrays reached through
-/// `restrict` pointers (what lets gcc keep the accumulators in registers next to the panel
-/// loads), and the inner loop has one statement per row and vector.
+/// The C declares the panel and the accumulators as local arrays, and the inner loop has
+/// one statement per row and vector (four rows × two vectors of 8: eight accumulator
+/// updates), which gcc turns into vector registers.
 #[test]
-fn the_c_declares_registers_through_restrict_pointers() {
+fn the_c_has_a_panel_accumulators_and_one_update_per_row_and_vector() {
     let (m, k, n) = (8, 5, 32);
     let ctx = Ctx::new();
     let (a, b) = (vec![0u64; m * k], vec![0u64; k * n]);
@@ -390,21 +390,16 @@ fn the_c_declares_registers_through_restrict_pointers() {
     let sch = schedule(&ctx, &root, &[]);
     let src = uopkit_compiler::render::CStyle::C.source(&sch.programs());
     let decl = |len: usize| {
-        src.lines().any(|l| {
-            let l = l.trim();
-            l.starts_with("float v")
-                && l.contains(&format!("_s[{len}]; float *restrict v"))
-                && l.ends_with("_s;")
-        })
+        src.lines()
+            .any(|l| l.trim().starts_with("float v") && l.trim().ends_with(&format!("[{len}];")))
     };
-    assert!(decl(k * 16), "no restrict panel of {}:\n{src}", k * 16);
-    assert!(decl(4 * 16), "no restrict accumulators of 64:\n{src}");
-    // Four rows × two vectors: eight accumulator updates in the inner loop.
+    assert!(decl(k * 16), "no panel of {}:\n{src}", k * 16);
+    assert!(decl(4 * 16), "no accumulators of 64:\n{src}");
     let adds = src
         .lines()
         .filter(|l| l.contains(" = (v") && l.contains(" + v"))
         .count();
-    assert!(adds >= 8, "{adds} additions:\n{src}");
+    assert_eq!(adds, 8, "accumulator updates:\n{src}");
 }
 
 /// Prints the C of the 1024² float32 matmul (to read it, and to compile and disassemble).

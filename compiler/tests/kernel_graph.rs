@@ -220,13 +220,14 @@ fn cpu_passes_expand_the_reduce_into_an_accumulator() {
     let mut k = reduce_graph(4, 6);
     let applied = optimize::optimize_for(&mut k, Target::Cpu, None, &[]).unwrap();
     let names: Vec<&str> = applied.iter().map(|a| a.pass).collect();
-    // The CPU passes run in order. On row sums of a 4×6 iota the reduced operand is not
-    // contiguous along an output axis (no interchange) and the order is sequential (no
-    // lanes); each row writes its own element, so the row loop is marked parallel; then
-    // expand_reduce makes the accumulator.
+    // The CPU passes run in order. On row sums of a 4×6 iota there is one output axis (no
+    // tile), the reduced operand is not contiguous along an output axis (no interchange)
+    // and the order is sequential (no lanes); each row writes its own element, so the row
+    // loop is marked parallel; then expand_reduce makes the accumulator.
     assert_eq!(
         names,
         [
+            "cpu_tile",
             "cpu_interchange",
             "cpu_split_lanes",
             "cpu_threads",
@@ -239,7 +240,7 @@ fn cpu_passes_expand_the_reduce_into_an_accumulator() {
         .map(|a| a.pass)
         .collect();
     assert_eq!(fired, ["cpu_threads", "expand_reduce"]);
-    assert_eq!(applied[3].hits, BTreeMap::from([("reduce_to_acc", 1)]));
+    assert_eq!(applied[4].hits, BTreeMap::from([("reduce_to_acc", 1)]));
     let p = linearize(&k).unwrap();
     assert_eq!(run_on_iota(&p, 0).unwrap(), expected_row_sums(4, 6));
 }

@@ -1,6 +1,8 @@
 //! `cpu_interchange`: a reduction's output axis moved inside its reduce loop (the CPU
 //! target; the matmul `out[i,j] = Σ_k a[i,k]·b[k,j]` becomes i, k, j with a row of
 //! accumulators, so the innermost loop reads `b` contiguously and gcc can vectorize it).
+//! `cpu_tile` runs first and takes the matmuls whose blocks divide; this pass handles the
+//! rest.
 //!
 //! The rule (`reduce_row_inside`, on an END) fires on
 //!

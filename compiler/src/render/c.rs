@@ -401,17 +401,7 @@ fn render_inst(d: &CStyle, p: &Program, i: usize, nan: &nan::NanPlan) -> Result<
             let KArg::Reg(n) = inst.arg else {
                 return Err("BUFFER without a Reg size".into());
             };
-            // In C, through a `restrict` pointer: the array is only ever reached through
-            // it, and saying so lets gcc keep accumulators in registers next to loads from
-            // another register buffer (it cannot tell two local arrays apart once the
-            // vectorizer addresses them through pointers).
-            match d.lang {
-                Lang::C => format!(
-                    "{t} {name}_s[{}]; {t} *restrict {name} = {name}_s;",
-                    n.max(1)
-                ),
-                _ => format!("{t} {name}[{}];", n.max(1)),
-            }
+            format!("{t} {name}[{}];", n.max(1))
         }
         Op::CONST => {
             let KArg::Const(bits) = inst.arg else {
