@@ -31,6 +31,12 @@
 //! r, an address through a loaded value, a division) leaves the loop sequential.
 //! Two parameter slots bound to the same memory are not covered by this proof: the runtime
 //! runs such launches on one thread.
+//!
+//! Not covered: a reduction with no output axis (a whole-tensor sum) has no outer loop to
+//! split. Running a declared `chunks(k)` order's chunks on threads needs storage for the k
+//! partials that all threads of a launch see and a combine (`p₀ ⊕ p₁ ⊕ …`, from p₀, not
+//! from the identity) run once after they finish: a second kernel step or a per-launch
+//! scratch buffer the runtime passes to a finishing entry.
 
 use std::collections::BTreeMap;
 

@@ -17,8 +17,11 @@
 //! The proof, for each register `acc = BUFFER Reg(n)` reachable from the loop body:
 //!
 //! 1. Every RANGE of the body other than r is closed exactly once, and r not at all inside
-//!    it (so (i) applies); the registers together are at most [`MAX_REG_BYTES`] (a spawned
-//!    thread's stack is smaller than the main one's).
+//!    it, and no register is inside the operand of a REDUCE that `expand_reduce` lowers
+//!    other than as one sequential loop (split, chunks, tree substitute new ranges into the
+//!    operand or copy it per leaf), so (i) still applies after `expand_reduce`; the
+//!    registers together are at most [`MAX_REG_BYTES`] (a spawned thread's stack is smaller
+//!    than the main one's).
 //! 2. `acc` is only used through `AFTER(acc, …)` chains, those only as INDEX buffers (or as
 //!    AFTER dependencies), and those INDEXes only as the address of a LOAD or STORE; every
 //!    such INDEX depends on r (so it is inside the parallel loop, by (i)).
@@ -40,7 +43,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use uopkit_interp::ir::{Arg, DType, Graph, KArg, NodeId, Op};
+use uopkit_interp::ir::{Arg, DType, Graph, KArg, NodeId, Op, ReduceOrder};
 
 use crate::kgraph::{const_int, Ranges};
 use crate::rewrite::Ranges as VRanges;
@@ -77,10 +80,10 @@ pub(crate) fn private(g: &Graph, reach: &[NodeId], r: NodeId) -> bool {
     let bytes = regs.iter().try_fold(0usize, |a, &(n, size)| {
         a.checked_add(size.checked_mul(g.node(n).dtype.itemsize())?)
     });
-    if !bytes.is_some_and(|b| b <= MAX_REG_BYTES) || regs.iter().any(|&(_, s)| s == 0) {
+    if bytes.is_none_or(|b| b > MAX_REG_BYTES) || regs.iter().any(|&(_, s)| s == 0) {
         return false;
     }
-    if !closed_once(g, reach, r) {
+    if !closed_once(g, reach, r) || regs_in_reordered_reduce(g, reach) {
         return false;
     }
     let mut users: BTreeMap<NodeId, Vec<(NodeId, usize)>> = BTreeMap::new();
@@ -115,6 +118,30 @@ fn closed_once(g: &Graph, reach: &[NodeId], r: NodeId) -> bool {
         .iter()
         .filter(|&&n| g.node(n).op == Op::RANGE)
         .all(|&n| closers.get(&n).copied().unwrap_or(0) == usize::from(n != r))
+}
+
+/// Whether a register is read or written inside the operand of a REDUCE that
+/// `expand_reduce` will not lower as one sequential loop over its own ranges (split, chunks,
+/// tree: those substitute new ranges into the operand, or copy it per leaf, so the one-END
+/// premise would not hold after them).
+fn regs_in_reordered_reduce(g: &Graph, reach: &[NodeId]) -> bool {
+    reach.iter().any(|&n| {
+        let node = g.node(n);
+        let reordered = match &node.arg {
+            Arg::Reduce { order, .. } => !matches!(
+                order,
+                ReduceOrder::Sequential | ReduceOrder::Split(0 | 1) | ReduceOrder::Chunks(0 | 1)
+            ),
+            _ => false,
+        };
+        node.op == Op::REDUCE
+            && reordered
+            && node.src.first().is_some_and(|&x| {
+                g.reachable(&[x])
+                    .iter()
+                    .any(|&m| g.node(m).op == Op::BUFFER)
+            })
+    })
 }
 
 struct Proof<'g> {
@@ -523,11 +550,17 @@ mod tests {
         let body = alu(&mut g, Op::GROUP, DType::Void, vec![st_out, st_acc]);
         assert!(!disjoint(&g, body, r, 8));
         // The same with the write first (acc[0] = x[r]; out[r] = acc[0]) is private.
+        assert!(write_then_read(1));
+    }
+
+    /// for r < 8 { acc[0] = x[r]; out[r] = acc[0] } with acc a Reg(`size`).
+    fn write_then_read(size: usize) -> bool {
         let mut g = Graph::default();
+        let f32t = DType::Float32;
         let out = add(&mut g, Op::PARAM, f32t, vec![], KArg::Param(0), 0);
         let x = add(&mut g, Op::PARAM, f32t, vec![], KArg::Param(1), 0);
         let r = range(&mut g, 8, 0);
-        let acc = add(&mut g, Op::BUFFER, f32t, vec![], KArg::Reg(1), 7);
+        let acc = add(&mut g, Op::BUFFER, f32t, vec![], KArg::Reg(size), 7);
         let z = i64c(&mut g, 0);
         let xat = alu(&mut g, Op::INDEX, f32t, vec![x, r]);
         let xv = alu(&mut g, Op::LOAD, f32t, vec![xat]);
@@ -544,7 +577,56 @@ mod tests {
         let rd = alu(&mut g, Op::LOAD, f32t, vec![rd_at]);
         let oat = alu(&mut g, Op::INDEX, f32t, vec![out, r]);
         let body = add(&mut g, Op::STORE, DType::Void, vec![oat, rd], KArg::None, 0);
-        assert!(disjoint(&g, body, r, 8));
+        disjoint(&g, body, r, 8)
+    }
+
+    /// for r < 8: out[r] = REDUCE over q < 4 of { acc[0] = x[4r + q]; acc[0] } in `order`.
+    fn reg_in_reduce(order: ReduceOrder) -> bool {
+        let mut g = Graph::default();
+        let f32t = DType::Float32;
+        let out = add(&mut g, Op::PARAM, f32t, vec![], KArg::Param(0), 0);
+        let x = add(&mut g, Op::PARAM, f32t, vec![], KArg::Param(1), 0);
+        let r = range(&mut g, 8, 0);
+        let q = range(&mut g, 4, 1);
+        let acc = add(&mut g, Op::BUFFER, f32t, vec![], KArg::Reg(1), 7);
+        let z = i64c(&mut g, 0);
+        let four = i64c(&mut g, 4);
+        let r4 = alu(&mut g, Op::MUL, DType::Int64, vec![r, four]);
+        let xi = alu(&mut g, Op::ADD, DType::Int64, vec![r4, q]);
+        let xat = alu(&mut g, Op::INDEX, f32t, vec![x, xi]);
+        let xv = alu(&mut g, Op::LOAD, f32t, vec![xat]);
+        let wr_at = reg_index(&mut g, acc, &[r, q], z);
+        let st = add(
+            &mut g,
+            Op::STORE,
+            DType::Void,
+            vec![wr_at, xv],
+            KArg::None,
+            0,
+        );
+        let rd_at = reg_index(&mut g, acc, &[st], z);
+        let rd = alu(&mut g, Op::LOAD, f32t, vec![rd_at]);
+        let red = crate::kgraph::reduce(&mut g, Op::ADD, f32t, rd, &[q], order);
+        let oat = alu(&mut g, Op::INDEX, f32t, vec![out, r]);
+        let body = add(
+            &mut g,
+            Op::STORE,
+            DType::Void,
+            vec![oat, red],
+            KArg::None,
+            0,
+        );
+        disjoint(&g, body, r, 8)
+    }
+
+    #[test]
+    fn registers_inside_a_reordered_reduction_are_refused() {
+        assert!(reg_in_reduce(ReduceOrder::Sequential));
+        assert!(
+            !reg_in_reduce(ReduceOrder::Tree(2)),
+            "expand_reduce copies a tree's operand per leaf"
+        );
+        assert!(!reg_in_reduce(ReduceOrder::Split(2)));
     }
 
     #[test]
@@ -573,6 +655,8 @@ mod tests {
         let oat = alu(&mut g, Op::INDEX, f32t, vec![out, r]);
         let body = add(&mut g, Op::STORE, DType::Void, vec![oat, rd], KArg::None, 0);
         assert!(!disjoint(&g, body, r, 8), "acc[r mod 2] of a Reg(1)");
-        assert_eq!(MAX_REG_BYTES, 256 << 10);
+        // Registers beyond the stack budget of a spawned thread stay on one thread.
+        assert!(write_then_read(MAX_REG_BYTES / 4));
+        assert!(!write_then_read(MAX_REG_BYTES / 4 + 1));
     }
 }
