@@ -3,7 +3,9 @@ testing of uopkit's own compiler (issue 18): index arithmetic whose simplificati
 comparisons, WHERE, MAX, casts and negative values; index arithmetic that is entirely constant
 (single-element windows, scalar outputs through reshapes of multi-dimensional views); STOREs into
 moved views of a whole buffer, in place and across devices; op x dtype pairs a renderer is rarely
-asked to print (integer TRUNC, POW on narrow floats, an UNSHARD read directly as an output).
+asked to print (integer TRUNC, POW on narrow floats, an UNSHARD read directly as an output); element
+arithmetic on CONST operands where a simplifier's integer rules must not fire (floats, AND/OR/MUL with
+constants other than 0 and ~0, division/modulo by constants whose products wrap).
 
 Expected values: tensor.T (index by index) and numerics.alu (exact, one rounding), as everywhere in
 corpus/gen; never the oracle.
