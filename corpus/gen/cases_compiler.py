@@ -319,15 +319,15 @@ def gen_op_dtype(C):
         pt.reshape([2, 3]).pad([1, 0], [4, 6], 0).shrink([0, 4], [4, 2]).map(lambda x: x + 100))
     C.add(GRP, "bitwise_constants_and_false_mask", g)
 
-    # Division and modulo rules by constants must check what they assume: (x*3)/3 -> x and (x*3)%3 -> 0
-    # only when x*3 does not wrap (int8: 100*3 wraps to 44), (x/4)/2 -> x/8, (x%6)%3 -> x%3 (3 divides 6)
+    # Division and modulo rules by constants must check what they assume: (x*c)/c -> x and (x*c)%c -> 0
+    # only when x*c does not wrap (int8: 100*3 wraps to 44, 100*-3 to -44), (x/4)/2 -> x/8, (x%6)%3 -> x%3 (3 divides 6)
     # but (x%5)%3 stays. Element arithmetic over loaded values, whose range is the dtype's.
     xs8 = [100, -100, 42, -43, 127, -128, 5, 0]
-    g = G("int8 x = 100, -100, 42, -43, 127, -128, 5, 0: (x*3)/3 and (x*3)%3 (x*3 wraps), C division (x/4)/2 and "
+    g = G("int8 x = 100, -100, 42, -43, 127, -128, 5, 0: (x*3)/3, (x*3)%3, (x*-3)/-3, (x*-3)%-3 (the products wrap), C division (x/4)/2 and "
           "modulo (x%6)%3, (x%5)%3 by constants; numerics.alu (exact, wrapping)",
           [GRP, "alu", "cdiv", "cmod", "int8"])
     b = g.buffer("int8", len(xs8), data=xs8)
-    k = {v: g.const("int8", v) for v in (2, 3, 4, 5, 6)}
+    k = {v: g.const("int8", v) for v in (2, 3, 4, 5, 6, -3)}
 
     def tv(f):
         return T([len(xs8)], [f(x) for x in xs8], "int8")
@@ -336,6 +336,9 @@ def gen_op_dtype(C):
     m3 = g.op("MUL", "int8", b, k[3])
     out(g, "mul3_div3", g.op("CDIV", "int8", m3, k[3]), tv(lambda x: a("CDIV", a("MUL", x, 3), 3)))
     out(g, "mul3_mod3", g.op("CMOD", "int8", m3, k[3]), tv(lambda x: a("CMOD", a("MUL", x, 3), 3)))
+    mm3 = g.op("MUL", "int8", b, k[-3])
+    out(g, "mulm3_divm3", g.op("CDIV", "int8", mm3, k[-3]), tv(lambda x: a("CDIV", a("MUL", x, -3), -3)))
+    out(g, "mulm3_modm3", g.op("CMOD", "int8", mm3, k[-3]), tv(lambda x: a("CMOD", a("MUL", x, -3), -3)))
     out(g, "div4_div2", g.op("CDIV", "int8", g.op("CDIV", "int8", b, k[4]), k[2]),
         tv(lambda x: a("CDIV", a("CDIV", x, 4), 2)))
     out(g, "mod6_mod3", g.op("CMOD", "int8", g.op("CMOD", "int8", b, k[6]), k[3]),
