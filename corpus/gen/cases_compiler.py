@@ -3,7 +3,9 @@ testing of uopkit's own compiler (issue 18): index arithmetic whose simplificati
 comparisons, WHERE, MAX, casts and negative values; index arithmetic that is entirely constant
 (single-element windows, scalar outputs through reshapes of multi-dimensional views); STOREs into
 moved views of a whole buffer, in place and across devices; op x dtype pairs a renderer is rarely
-asked to print (integer TRUNC, POW on narrow floats, an UNSHARD read directly as an output).
+asked to print (integer TRUNC, POW on narrow floats, an UNSHARD read directly as an output); element
+arithmetic on CONST operands where a simplifier's integer rules must not fire (floats, AND/OR/MUL with
+constants other than 0 and ~0, division/modulo by constants whose products wrap).
 
 Expected values: tensor.T (index by index) and numerics.alu (exact, one rounding), as everywhere in
 corpus/gen; never the oracle.
@@ -144,6 +146,27 @@ def gen_constant_index(C):
     out(g, "pf_scalar", g.reshape(g.shrink(pf, [1, 2], [1, 1]), []), tpf.shrink([1, 2], [1, 1]).reshape([]))
     C.add(GRP, "scalar_through_multi_dim_views", g)
 
+    # A RESHAPE between two multi-dimensional shapes whose output index is entirely constant: the
+    # lowering divides and reduces a constant flat offset by the input's strides and dims
+    # ([6,4] from [3,8]: row = flat // 4, col = flat % 4). The first RESHAPE of a buffer never does
+    # this (its input is the flat buffer), so a PERMUTE keeps the two RESHAPEs apart. The window
+    # [4,6] of [8,6] leaves room after the view, so an index computed wrongly (flat % 4 for the
+    # row, flat * 4, flat / 4 or flat + 4 for the column, …) still reads an element of the buffer,
+    # just a different one.
+    g = G("int32 arange 100..147 RESHAPE [8,6], SHRINK [0,0],[4,6], PERMUTE [1,0] -> [6,4], RESHAPE [3,8], then "
+          "single-element windows at (0,1) and (0,6) RESHAPEd to [], plus 1 (a computed value, so a kernel "
+          "computes the index; a bare view of a buffer needs none): constant flat offsets 1 and 6 split by the "
+          "[6,4] strides (b[(f%4)*6 + f//4] + 1: 107 and 114); values in Python",
+          [GRP, "movement", "scalar", "reshape"])
+    b, t = arange(g, "int32", 48, start=100)
+    v = g.reshape(g.permute(g.shrink(g.reshape(b, [8, 6]), [0, 0], [4, 6]), [1, 0]), [3, 8])
+    tv = t.reshape([8, 6]).shrink([0, 0], [4, 6]).permute([1, 0]).reshape([3, 8])
+    one = g.const("int32", 1)
+    for name, at in (("f1", [0, 1]), ("f6", [0, 6])):
+        s = g.reshape(g.shrink(v, at, [1, 1]), [])
+        out(g, name, g.op("ADD", "int32", s, one), tv.shrink(at, [1, 1]).reshape([]).map(lambda x: x + 1))
+    C.add(GRP, "constant_index_between_reshapes", g)
+
     g = G("REDUCE ADD of a [1,1] window (offset [2,0]) of [3,3] int32 data, and REDUCE MAX over axis 0 of a [1,4] "
           "window: reductions of one element, whose loops have constant bounds 0..1; values in Python",
           [GRP, "reduce", "scalar"])
@@ -242,6 +265,87 @@ def gen_op_dtype(C):
     b = g.buffer("bool", 2, data=[False, True])
     out(g, "trunc", g.op("TRUNC", "bool", b), T([2], [False, True], "bool"))
     C.add(GRP, "trunc_bool", g)
+
+    # Integer identities must not be applied to floats: x+0 -> x (x = -0.0 gives +0.0), x-0, x*1 (a NaN
+    # result is the canonical NaN, not x's payload), x*0 -> 0 (-2*0 = -0.0, inf*0 = NaN), x-x -> 0
+    # (inf-inf = NaN), (x+c1)+c2 -> x+(c1+c2) (1 + 2^-24 rounds back to 1 twice, 1 + 2^-23 does not).
+    # A compiler that simplifies the kernel's element arithmetic with integer rules (uopkit's GPU
+    # pass list runs `symbolic` over the whole kernel) breaks these if the rules' dtype guards do.
+    dt = "float32"
+    xs = [N.raw(dt, v) for v in ("-0.0", 1, -2, "inf")] + [0x7FC00001]
+    g = G("float32 x = -0.0, 1, -2, inf, NaN with payload 0x7fc00001 against CONST operands: x+0.0, x-0.0, x*1.0, "
+          "x*0.0, x-x, (x+2^-24)+2^-24; integer identities (x+0 -> x, x*0 -> 0, x-x -> 0, constant chains) are "
+          "wrong on floats; numerics.alu (exact, one rounding, canonical NaN)", [GRP, "alu", "float32", "const"])
+    b = g.buffer(dt, len(xs), data=xs)
+    zero, one, tiny = (N.raw(dt, v) for v in (0, 1, Q(1, 2 ** 24)))
+    for name, op, c in (("add0", "ADD", zero), ("sub0", "SUB", zero), ("mul1", "MUL", one), ("mul0", "MUL", zero)):
+        out(g, name, g.op(op, dt, b, g.const(dt, c)), T([len(xs)], [N.alu(op, dt, x, c) for x in xs], dt))
+    out(g, "sub_self", g.op("SUB", dt, b, b), T([len(xs)], [N.alu("SUB", dt, x, x) for x in xs], dt))
+    chain = g.op("ADD", dt, g.op("ADD", dt, b, g.const(dt, tiny)), g.const(dt, tiny))
+    out(g, "add_chain", chain, T([len(xs)], [N.alu("ADD", dt, N.alu("ADD", dt, x, tiny), tiny) for x in xs], dt))
+    C.add(GRP, "float_identities_on_const_operands", g)
+
+    # AND/OR identities hold only for the all-ones and zero constants: x & c -> x only for c = ~0 (bool: true),
+    # x | c -> c likewise. Element arithmetic (simplified on the GPU pass list) and a padding mask that
+    # ANDs a condition that varies with a constant false one (the column window lies in the padding).
+    xs = [-1, 0, 0x5A5A5A5A, 7, -8]
+    g = G("int32 x = -1, 0, 0x5a5a5a5a, 7, -8: x & 12, x | 48, x & -1, x | 0, x | -1, (x // y) & 0 with y loaded; "
+          "bool b = false, true: b & false, b & true, b | false, b * false, b * true; and PAD [2,3] int32 (offsets [1,0] into [4,6]) SHRINK rows 0..4, columns 4..6: a mask "
+          "row-in-range AND column-in-range whose second half is the constant false; numerics.alu and tensor.T",
+          [GRP, "alu", "bitwise", "pad", "int32", "bool"])
+    b = g.buffer("int32", len(xs), data=xs)
+    for name, op, c in (("and12", "AND", 12), ("or48", "OR", 48), ("and_ones", "AND", -1), ("or0", "OR", 0),
+                        ("or_ones", "OR", -1)):
+        out(g, name, g.op(op, "int32", b, g.const("int32", c)),
+            T([len(xs)], [N.alu(op, "int32", x, c) for x in xs], "int32"))
+    bs = [0, 1]
+    bb = g.buffer("bool", 2, data=bs)
+    for name, op, c in (("b_and_false", "AND", 0), ("b_and_true", "AND", 1), ("b_or_false", "OR", 0)):
+        out(g, name, g.op(op, "bool", bb, g.const("bool", c)),
+            T([2], [N.alu(op, "bool", x, c) for x in bs], "bool"))
+    bm = bb
+    for name, c in (("b_mul_false", 0), ("b_mul_true", 1)):
+        out(g, name, g.op("MUL", "bool", bm, g.const("bool", c)),
+            T([2], [N.alu("MUL", "bool", x, c) for x in bs], "bool"))
+    # (x // y) & 0 is 0 wherever x // y is defined, but x // y may be UB (y is loaded), so a rule
+    # may not drop it; it must not be kept either (x & 0 -> x is wrong)
+    ys = [3, -2, 1, 5, 7]
+    by = g.buffer("int32", len(ys), data=ys)
+    out(g, "div_and0", g.op("AND", "int32", g.op("CDIV", "int32", b, by), g.const("int32", 0)),
+        T([len(xs)], [0] * len(xs), "int32"))
+    pb, pt = arange(g, "int32", 6, start=1)
+    w = g.shrink(g.pad(g.reshape(pb, [2, 3]), [1, 0], [4, 6]), [0, 4], [4, 2])
+    out(g, "pad_cols", g.op("ADD", "int32", w, g.const("int32", 100)),
+        pt.reshape([2, 3]).pad([1, 0], [4, 6], 0).shrink([0, 4], [4, 2]).map(lambda x: x + 100))
+    C.add(GRP, "bitwise_constants_and_false_mask", g)
+
+    # Division and modulo rules by constants must check what they assume: (x*c)/c -> x and (x*c)%c -> 0
+    # only when x*c does not wrap (int8: 100*3 wraps to 44, 100*-3 to -44), (x/4)/2 -> x/8, (x%6)%3 -> x%3 (3 divides 6)
+    # but (x%5)%3 stays. Element arithmetic over loaded values, whose range is the dtype's.
+    xs8 = [100, -100, 42, -43, 127, -128, 5, 0]
+    g = G("int8 x = 100, -100, 42, -43, 127, -128, 5, 0: (x*3)/3, (x*3)%3, (x*-3)/-3, (x*-3)%-3 (the products wrap), C division (x/4)/2 and "
+          "modulo (x%6)%3, (x%5)%3 by constants; numerics.alu (exact, wrapping)",
+          [GRP, "alu", "cdiv", "cmod", "int8"])
+    b = g.buffer("int8", len(xs8), data=xs8)
+    k = {v: g.const("int8", v) for v in (2, 3, 4, 5, 6, -3)}
+
+    def tv(f):
+        return T([len(xs8)], [f(x) for x in xs8], "int8")
+
+    a = lambda op, x, y: N.alu(op, "int8", x, y)  # noqa: E731
+    m3 = g.op("MUL", "int8", b, k[3])
+    out(g, "mul3_div3", g.op("CDIV", "int8", m3, k[3]), tv(lambda x: a("CDIV", a("MUL", x, 3), 3)))
+    out(g, "mul3_mod3", g.op("CMOD", "int8", m3, k[3]), tv(lambda x: a("CMOD", a("MUL", x, 3), 3)))
+    mm3 = g.op("MUL", "int8", b, k[-3])
+    out(g, "mulm3_divm3", g.op("CDIV", "int8", mm3, k[-3]), tv(lambda x: a("CDIV", a("MUL", x, -3), -3)))
+    out(g, "mulm3_modm3", g.op("CMOD", "int8", mm3, k[-3]), tv(lambda x: a("CMOD", a("MUL", x, -3), -3)))
+    out(g, "div4_div2", g.op("CDIV", "int8", g.op("CDIV", "int8", b, k[4]), k[2]),
+        tv(lambda x: a("CDIV", a("CDIV", x, 4), 2)))
+    out(g, "mod6_mod3", g.op("CMOD", "int8", g.op("CMOD", "int8", b, k[6]), k[3]),
+        tv(lambda x: a("CMOD", a("CMOD", x, 6), 3)))
+    out(g, "mod5_mod3", g.op("CMOD", "int8", g.op("CMOD", "int8", b, k[5]), k[3]),
+        tv(lambda x: a("CMOD", a("CMOD", x, 5), 3)))
+    C.add(GRP, "int_div_mod_const_rules", g)
 
     # POW on narrow floats: only inputs whose exact result is representable (or exactly rounded in Python)
     for dt in ("float16", "bfloat16"):

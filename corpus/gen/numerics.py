@@ -502,7 +502,7 @@ def _alu_bool(op, *args):
     if op == "NEG":
         return 1 - args[0]
     a, b = args
-    if op == "AND":
+    if op in ("AND", "MUL"):  # docs/semantics.md: bool MUL = AND
         return a & b
     if op == "OR":
         return a | b
