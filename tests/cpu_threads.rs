@@ -191,14 +191,25 @@ fn canon(f: f32) -> u64 {
 #[test]
 fn threaded_interchanged_matmul_equals_one_thread_and_the_reference() {
     // The second shape's row (2048 > MAX_ROW) is tiled: its accumulators are reset once per
-    // tile, inside a loop over the tiles, and still private to one output row.
-    for (m, k, n) in [(67, 45, 96), (9, 5, 2048)] {
-        threaded_matmul(m, k, n);
+    // tile, inside a loop over the tiles, and still private to one output row. Both have a
+    // prime number of rows, so `cpu_tile` (blocks of 2, 3 or 4 rows) leaves them to
+    // `cpu_interchange`.
+    for (m, k, n) in [(67, 45, 96), (7, 5, 2048)] {
+        let row = n.min(1024);
+        threaded_matmul(m, k, n, &format!("[{row}];"), "a row of accumulators");
     }
 }
 
-fn threaded_matmul(m: usize, k: usize, n: usize) {
-    let row = if n > 1024 { 1024 } else { n };
+/// The register-tiled matmul (`cpu_tile`: a packed K×16 panel of B and blocks of rows ×
+/// 16 accumulators, over panels of rows) runs on several threads too: its panel and
+/// accumulators are refilled and reset inside each panel of rows.
+#[test]
+fn threaded_register_tiled_matmul_equals_one_thread_and_the_reference() {
+    let (m, k, n) = (128, 9, 64);
+    threaded_matmul(m, k, n, &format!("[{}];", k * 16), "a packed panel");
+}
+
+fn threaded_matmul(m: usize, k: usize, n: usize, register: &str, what: &str) {
     let mut rng = Rng::new(29 + n as u64);
     let a = special_f32s(&mut rng, m * k, 401);
     let b = special_f32s(&mut rng, k * n, 397);
@@ -206,8 +217,8 @@ fn threaded_matmul(m: usize, k: usize, n: usize) {
     let root = workloads::matmul_graph(&ctx, m, k, n, &a, &b).unwrap();
     let r = Runner::new(&workload(ctx, root, "matmul"), compiler()).expect("compile");
     assert!(
-        r.source.contains(&format!("[{row}];")),
-        "not interchanged (no row of {row} accumulators):\n{}",
+        r.source.contains(register),
+        "no register {register} ({what}):\n{}",
         r.source
     );
     assert!(r.source.contains("void par_k_"), "{}", r.source);

@@ -240,6 +240,18 @@ fn register_tile(g: &mut Graph, _c: &Captures, id: NodeId) -> Option<NodeId> {
     if !reads_only_inputs(g, &reach_v, base) {
         return None;
     }
+    // The store's buffer may wait (AFTER) only on effects outside loops i and j: an effect
+    // inside them would be placed inside the tiled nest and run once per column tile, not
+    // once per (i, j), after stores it used to precede.
+    let buf = *g.node(st.src[0]).src.first()?;
+    if g.reachable(&[buf]).into_iter().any(|e| {
+        matches!(g.node(e).op, Op::STORE | Op::END | Op::GROUP | Op::BARRIER) && {
+            let r = ranges.of(g, e);
+            r.contains(&i) || r.contains(&j)
+        }
+    }) {
+        return None;
+    }
     // The panel load: independent of i, contiguous along j.
     let l = reach_x.iter().copied().find(|&c| {
         let cn = g.node(c);
@@ -380,4 +392,72 @@ fn register_tile(g: &mut Graph, _c: &Captures, id: NodeId) -> Option<NodeId> {
     }
     out = add(g, Op::END, DType::Void, vec![out, jo], KArg::None, 0);
     Some(add(g, Op::END, DType::Void, vec![out, ib], KArg::None, 0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kgraph::reduce;
+    use uopkit_interp::ir::ReduceOrder;
+
+    /// `out[i·N + j] = Σ_k a[i·K + k]·b[k·N + j]` (M = 8, K = 3, N = 16, float32) as a
+    /// kernel graph; with `effect_in_i`, the store's buffer waits on `out[i·N] = 1.0`, an
+    /// effect inside loop i. Returns the graph and the outer END.
+    fn matmul_kernel(effect_in_i: bool) -> (Graph, NodeId) {
+        let mut g = Graph::default();
+        let f = DType::Float32;
+        let out = add(&mut g, Op::PARAM, f, vec![], KArg::Param(0), 0);
+        let a = add(&mut g, Op::PARAM, f, vec![], KArg::Param(1), 0);
+        let b = add(&mut g, Op::PARAM, f, vec![], KArg::Param(2), 0);
+        let (em, ek, en) = (i64c(&mut g, 8), i64c(&mut g, 3), i64c(&mut g, 16));
+        let i = add(&mut g, Op::RANGE, DType::Int64, vec![em], KArg::Axis(0), 0);
+        let j = add(&mut g, Op::RANGE, DType::Int64, vec![en], KArg::Axis(1), 0);
+        let k = add(&mut g, Op::RANGE, DType::Int64, vec![ek], KArg::Axis(2), 0);
+        let ik = alu(&mut g, Op::MUL, DType::Int64, vec![i, ek]);
+        let ia = alu(&mut g, Op::ADD, DType::Int64, vec![ik, k]);
+        let kn = alu(&mut g, Op::MUL, DType::Int64, vec![k, en]);
+        let ib = alu(&mut g, Op::ADD, DType::Int64, vec![kn, j]);
+        let at_a = alu(&mut g, Op::INDEX, f, vec![a, ia]);
+        let at_b = alu(&mut g, Op::INDEX, f, vec![b, ib]);
+        let la = alu(&mut g, Op::LOAD, f, vec![at_a]);
+        let lb = alu(&mut g, Op::LOAD, f, vec![at_b]);
+        let p = alu(&mut g, Op::MUL, f, vec![la, lb]);
+        let r = reduce(&mut g, Op::ADD, f, p, &[k], ReduceOrder::Sequential);
+        let i_n = alu(&mut g, Op::MUL, DType::Int64, vec![i, en]);
+        let io = alu(&mut g, Op::ADD, DType::Int64, vec![i_n, j]);
+        let buf = if effect_in_i {
+            let at0 = alu(&mut g, Op::INDEX, f, vec![out, i_n]);
+            let one = konst(&mut g, f, 1f32.to_bits() as u64);
+            let e = add(
+                &mut g,
+                Op::STORE,
+                DType::Void,
+                vec![at0, one],
+                KArg::None,
+                0,
+            );
+            after(&mut g, out, &[e])
+        } else {
+            out
+        };
+        let at = alu(&mut g, Op::INDEX, f, vec![buf, io]);
+        let st = add(&mut g, Op::STORE, DType::Void, vec![at, r], KArg::None, 0);
+        let ej = add(&mut g, Op::END, DType::Void, vec![st, j], KArg::None, 0);
+        let ei = add(&mut g, Op::END, DType::Void, vec![ej, i], KArg::None, 0);
+        (g, ei)
+    }
+
+    #[test]
+    fn a_plain_matmul_nest_is_tiled() {
+        let (mut g, e) = matmul_kernel(false);
+        assert!(register_tile(&mut g, &Captures::default(), e).is_some());
+    }
+
+    #[test]
+    fn a_store_whose_buffer_waits_on_an_effect_inside_the_nest_is_not_tiled() {
+        // Tiled, the effect `out[i·N] = 1` would be placed inside the column-tile loop and
+        // run again after element (i, 0) was stored, overwriting the reduced value.
+        let (mut g, e) = matmul_kernel(true);
+        assert!(register_tile(&mut g, &Captures::default(), e).is_none());
+    }
 }

@@ -23,6 +23,11 @@ pub const THREADS_VAR: &str = "UOPKIT_CPU_THREADS";
 /// The least estimated work (instructions) a thread is given.
 pub const MIN_WORK_PER_THREAD: u64 = 1 << 16;
 
+/// The stack of a chunk's thread: the usual size of a process's main thread's stack, so a
+/// kernel frame (its register arrays are automatic arrays) that fits the thread launching it
+/// also fits a chunk's thread; `RUST_MIN_STACK` does not change it.
+pub const CHUNK_STACK_BYTES: usize = 8 << 20;
+
 /// The entry over part of a parallel loop.
 pub type ParFn = unsafe extern "C" fn(*mut *mut c_void, i64, i64);
 
@@ -125,11 +130,22 @@ pub unsafe fn run_chunks(
         fp.restore_and_record(|| format!("{} (chunk {c})", what()));
     };
     std::thread::scope(|s| {
+        // A chunk whose thread cannot be started runs here, after the first (the chunks
+        // touch disjoint elements, so the order of chunks is not observable).
+        let mut here = vec![];
         for c in 1..n {
             let run = &run;
-            s.spawn(move || run(c));
+            let started = std::thread::Builder::new()
+                .stack_size(CHUNK_STACK_BYTES)
+                .spawn_scoped(s, move || run(c));
+            if started.is_err() {
+                here.push(c);
+            }
         }
         run(0);
+        for c in here {
+            run(c);
+        }
     });
 }
 

@@ -20,8 +20,8 @@
 //!    it, and no register is inside the operand of a REDUCE that `expand_reduce` lowers
 //!    other than as one sequential loop (split, chunks, tree substitute new ranges into the
 //!    operand or copy it per leaf), so (i) still applies after `expand_reduce`; the
-//!    registers together are at most [`MAX_REG_BYTES`] (a spawned thread's stack is smaller
-//!    than the main one's).
+//!    registers together are at most [`MAX_REG_BYTES`] (a bound on the stack frame besides
+//!    `expand_reduce`'s later accumulators; the chunks' threads get a main thread's stack).
 //! 2. `acc` is only used through `AFTER(acc, …)` chains, those only as INDEX buffers (or as
 //!    AFTER dependencies), and those INDEXes only as the address of a LOAD or STORE; every
 //!    such INDEX depends on r (so it is inside the parallel loop, by (i)).
@@ -48,8 +48,9 @@ use uopkit_interp::ir::{Arg, DType, Graph, KArg, NodeId, Op, ReduceOrder};
 use crate::kgraph::{const_int, Ranges};
 use crate::rewrite::Ranges as VRanges;
 
-/// The most bytes of registers a threaded loop nest may hold (threads other than the
-/// caller's run on 2 MiB stacks).
+/// The most bytes of registers a threaded loop nest may hold when this pass runs (the
+/// accumulators `expand_reduce` adds later come on top; the chunks' threads run on
+/// `runtime::threads::CHUNK_STACK_BYTES` stacks, as large as a main thread's).
 pub const MAX_REG_BYTES: usize = 256 << 10;
 
 /// The most STORE instances the proof evaluates for one initializer (larger ones do not
