@@ -147,7 +147,7 @@ fn diff_names_the_cpu_pass_of_a_wrong_rule() {
     let verdicts: Vec<(&str, bool)> = report
         .stages
         .iter()
-        .take(5)
+        .take(6)
         .map(|s| (s.stage.as_str(), s.difference.is_some()))
         .collect();
     assert_eq!(

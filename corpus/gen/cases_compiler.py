@@ -40,6 +40,7 @@ def gen(C):
     gen_view_stores(C)
     gen_op_dtype(C)
     gen_fusion(C)
+    gen_matmul_tile(C)
 
 
 # -- index arithmetic: masks, comparisons, negative offsets --------------------------------------------
@@ -424,3 +425,43 @@ def gen_fusion(C):
     out(g, "add0", g.reduce(m, "ADD", 1), ta.reshape([2, 3]).reduce("ADD", 1))
     g.sched(kernels=4, copies=0)
     C.add(GRP, "fusion_separate_outputs", g)
+
+
+# -- a matmul the CPU target register-tiles --------------------------------------------------------------
+def gen_matmul_tile(C):
+    # [8,3] @ [3,16] float32: 8 rows divide into blocks of 4 and 16 columns into one tile of 16, so uopkit's
+    # CPU target runs it through cpu_tile (a packed [3,16] panel, blocks of 4 rows x 16 accumulators). Each
+    # element must still fold k = 0, 1, 2 from +0 in order, one rounding per MUL and per ADD: rows whose
+    # products are 1e8, 1, -1e8 give (1e8 + 1) - 1e8 = 0 only in that order; -0 products sum to +0 from the
+    # +0 identity; inf*0 and inf + -inf give NaN; a NaN input with a payload comes out as the canonical NaN;
+    # 3e38 * 2 overflows to inf. Expected values: tensor.T's reduce (numerics.alu, exact, one rounding).
+    dt = "float32"
+    a_lits = ["inf", "-0.5", "1.0", "100000000.0", "1.0", "-100000000.0", "-0.0", "-0.0", "-0.0", "inf", "1.0",
+              "-inf", "-1.5", "0.0", "1.5", "f32max", "f32max", "-f32max", "1.0", "-2.0", "-0.5", "0.0", "1.5",
+              "-1.5"]
+    b_vals = [-3, 0, 1, 2, -1, 3, 0, 2, 1, 2, 2, -1, 3, 0, -3, 1, 2, -1, 1, 0, -3, "nan", -2, 2, -1, 1, 0, -3,
+              1, -2, 2, -1, 0, -3, 1, -2, 2, -1, 3, 3, -3, 1, -2, 2, -1, 3, 0, -3]
+    big = N.round_fraction(dt, Q(3 * 10 ** 38))  # the float32 nearest 3e38
+
+    def a_raw(v):
+        if v.endswith("f32max"):
+            return big | (0x80000000 if v.startswith("-") else 0)
+        return N.raw(dt, v)
+
+    a = [a_raw(v) for v in a_lits]
+    b = [0x7FA01234 if v == "nan" else N.raw(dt, v) for v in b_vals]
+    g = G("float32 [8,3] @ [3,16]: blocks that divide, so the CPU target's cpu_tile runs it (blocks of 4 rows x 16 "
+          "columns of register accumulators, the [3,16] operand packed into a panel); each element folds k = 0, 1, 2 "
+          "from +0 in order: (1e8 + 1) - 1e8 = 0, -0 products sum to +0, inf*0, inf + -inf, a NaN input with a "
+          "payload, overflow to inf (expected values: Python doubles rounded to float32 after each op, k ascending "
+          "from +0)", [GRP, "reduce", "matmul", "float32", "nan"])
+    ba = g.buffer(dt, 24, data=a)
+    va = g.permute(g.expand(g.reshape(ba, [8, 3]), [16]), [2, 1, 0])
+    bb = g.buffer(dt, 48, data=b)
+    vb = g.permute(g.expand(g.reshape(bb, [3, 16]), [8]), [1, 0, 2])
+    ta = T([24], a, dt).reshape([8, 3]).expand([16]).permute([2, 1, 0])
+    tb = T([48], b, dt).reshape([3, 16]).expand([8]).permute([1, 0, 2])
+    prod = g.op("MUL", dt, va, vb)
+    tp = T([3, 8, 16], [N.alu("MUL", dt, x, y) for x, y in zip(ta.data, tb.data)], dt)
+    out(g, "y", g.reduce(prod, "ADD", 1), tp.reduce("ADD", 1))
+    C.add(GRP, "matmul_register_tile", g)
