@@ -11,101 +11,13 @@ use uopkit_compiler::exec;
 use uopkit_compiler::pipeline;
 use uopkit_compiler::schedule::{Schedule, ScheduleOpts};
 use uopkit_interp::eval::{Elem, Value};
-use uopkit_interp::ir::{Arg, DType, Device, Node, Op, ReduceOrder};
+use uopkit_interp::ir::{DType, Device, Op, ReduceOrder};
 use uopkit_interp::kernel::KArg;
 use uopkit_interp::tensor::{Ctx, Tensor};
 use uopkit_interp::verify::{self, Limits};
 
-/// A small deterministic generator (xorshift64*).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    /// Float bits, about one in three special (NaN with payloads, ±inf, ±0, subnormal,
-    /// huge), the rest in ±[0.5, 2).
-    fn float(&mut self, dt: DType) -> u64 {
-        let r = self.next();
-        let v: f64 = match r % 12 {
-            0 => f64::NAN,
-            1 => f64::INFINITY,
-            2 => f64::NEG_INFINITY,
-            3 => -0.0,
-            4 => 1e-40, // subnormal in f32, normal in f64
-            5 => 3e38,
-            _ => {
-                let m = (r >> 8) as f64 / (1u64 << 56) as f64;
-                let s = if r & 0x80 != 0 { -1.0 } else { 1.0 };
-                s * (0.5 + 1.5 * m)
-            }
-        };
-        match dt {
-            DType::Float32 => {
-                let mut b = (v as f32).to_bits();
-                if v.is_nan() {
-                    b |= (r >> 40) as u32 & 0x003f_ffff; // a payload
-                }
-                b as u64
-            }
-            _ => {
-                let mut b = v.to_bits();
-                if v.is_nan() {
-                    b |= (r >> 20) & 0x0007_ffff_ffff_ffff;
-                }
-                b
-            }
-        }
-    }
-
-    fn data(&mut self, dt: DType, n: usize) -> Vec<u64> {
-        (0..n)
-            .map(|_| match dt {
-                DType::Int32 => (self.next() as u32) as u64,
-                _ => self.float(dt),
-            })
-            .collect()
-    }
-}
-
-/// C[i,j] = REDUCE_ADD over k of A[i,k]·B[k,j] in `order`, laid out [k, m, n] as the bench
-/// builds it.
-fn matmul(
-    ctx: &Ctx,
-    (m, k, n): (usize, usize, usize),
-    dt: DType,
-    a: &[u64],
-    b: &[u64],
-    order: ReduceOrder,
-) -> Tensor {
-    let a = Tensor::from_data(ctx, &[m, k], dt, Device::cpu(0), a).expect("A");
-    let b = Tensor::from_data(ctx, &[k, n], dt, Device::cpu(0), b).expect("B");
-    let av = a
-        .permute(&[1, 0])
-        .and_then(|t| t.reshape(&[k, m, 1]))
-        .and_then(|t| t.expand(&[k, m, n]))
-        .expect("A view");
-    let bv = b
-        .reshape(&[k, 1, n])
-        .and_then(|t| t.expand(&[k, m, n]))
-        .expect("B view");
-    let p = av.mul(&bv).expect("product");
-    ctx.raw(Node {
-        op: Op::REDUCE,
-        dtype: dt,
-        src: vec![p.id()],
-        arg: Arg::Reduce {
-            op: Op::ADD,
-            axes: 1,
-            order,
-        },
-    })
-    .expect("reduce")
-}
+mod matmul_inputs;
+use matmul_inputs::{matmul, Rng};
 
 /// The schedule with the rules `disabled`, and always without `cpu_tile`'s rule, which runs
 /// first and would take the shapes whose blocks divide (tests/cpu_tile.rs covers it): these

@@ -36,7 +36,7 @@
 use std::collections::BTreeMap;
 
 use uopkit_interp::ir::table::reduce_identity;
-use uopkit_interp::ir::{Arg, DType, Graph, KArg, NodeId, Op, ReduceOrder};
+use uopkit_interp::ir::{Arg, DType, Graph, KArg, Node, NodeId, Op, ReduceOrder};
 
 use crate::kgraph::{add, alu, const_int, i64c, konst, substitute, Ranges};
 use crate::optimize::reduce::pass_id;
@@ -131,6 +131,17 @@ fn contiguous_along(g: &Graph, reach: &[NodeId], j: NodeId) -> bool {
 
 /// Whether the operand whose nodes are `reach_x` reads nothing the kernel writes: no
 /// AFTER, register buffer, STORE, nested REDUCE or other effect, and not the stored
+/// `body` as a STORE of a value into an INDEX of a kernel PARAM (through AFTERs): the STORE
+/// and that PARAM (None for anything else).
+pub(crate) fn store_into_param(g: &Graph, body: NodeId) -> Option<(Node, NodeId)> {
+    let st = g.node(body).clone();
+    if st.op != Op::STORE || st.src.len() < 2 {
+        return None;
+    }
+    let base = base_of(g, *g.node(st.src[0]).src.first()?);
+    (g.node(base).op == Op::PARAM).then_some((st, base))
+}
+
 /// parameter `base` (by slot, not node id: two PARAM nodes of one slot are one buffer).
 pub(crate) fn reads_only_inputs(g: &Graph, reach_x: &[NodeId], base: NodeId) -> bool {
     let impure = reach_x.iter().any(|&n| {
@@ -181,14 +192,7 @@ fn row_inside(g: &mut Graph, _c: &Captures, id: NodeId) -> Option<NodeId> {
     if extent < 2 {
         return None;
     }
-    let st = g.node(body).clone();
-    if st.op != Op::STORE || st.src.len() < 2 {
-        return None;
-    }
-    let base = base_of(g, *g.node(st.src[0]).src.first()?);
-    if g.node(base).op != Op::PARAM {
-        return None;
-    }
+    let (st, base) = store_into_param(g, body)?;
     // The one REDUCE of the stored value that runs inside loop j.
     let mut ranges = Ranges::default();
     let reds: Vec<NodeId> = g

@@ -76,7 +76,7 @@ use uopkit_interp::ir::{Arg, DType, Graph, KArg, NodeId, Op};
 
 use crate::kgraph::{add, alu, const_int, i64c, konst, substitute, Ranges};
 use crate::optimize::interchange::{
-    after, base_of, per_element_in_order, reads_only_inputs, slope,
+    after, per_element_in_order, reads_only_inputs, slope, store_into_param,
 };
 use crate::optimize::reduce::pass_id;
 use crate::rewrite::{Captures, Pat, Rule, RuleSet};
@@ -185,14 +185,7 @@ fn register_tile(g: &mut Graph, _c: &Captures, id: NodeId) -> Option<NodeId> {
         return None;
     };
     let n = extent_of(g, j)?;
-    let st = g.node(body).clone();
-    if st.op != Op::STORE || st.src.len() < 2 {
-        return None;
-    }
-    let base = base_of(g, *g.node(st.src[0]).src.first()?);
-    if g.node(base).op != Op::PARAM {
-        return None;
-    }
+    let (st, base) = store_into_param(g, body)?;
     // The one REDUCE anywhere in the store (value, address, gate), inside loops i and j.
     let mut ranges = Ranges::default();
     let reds: Vec<NodeId> = g
