@@ -113,7 +113,18 @@ fn canon(dt: DType, v: &[u64]) -> Vec<u64> {
 /// What the tile should look like where the rule fires: (B rows, T columns).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Expect {
-    Tile { rows: usize, cols: usize },
+    Tile {
+        rows: usize,
+        cols: usize,
+    },
+    /// k-blocked: panels of kb×cols, a block's accumulators rows×cols, the row panel's
+    /// panel_rows×cols.
+    Blocked {
+        rows: usize,
+        cols: usize,
+        kb: usize,
+        panel_rows: usize,
+    },
     NotFired,
 }
 
@@ -126,6 +137,20 @@ fn check(dt: DType, shape: (usize, usize, usize), order: ReduceOrder, expect: Ex
     let mut rng = Rng(seed);
     let a = rng.data(dt, m * k);
     let b = rng.data(dt, k * n);
+    check_data(dt, shape, order, expect, &a, &b);
+}
+
+/// [`check`] on given inputs.
+fn check_data(
+    dt: DType,
+    shape: (usize, usize, usize),
+    order: ReduceOrder,
+    expect: Expect,
+    a: &[u64],
+    b: &[u64],
+) {
+    let (m, k, n) = shape;
+    let (a, b) = (a.to_vec(), b.to_vec());
     let ctx = Ctx::new();
     let root = matmul(&ctx, shape, dt, &a, &b, order.clone());
     let what = format!("{dt:?} {m}x{k}x{n} {order:?}");
@@ -142,6 +167,21 @@ fn check(dt: DType, shape: (usize, usize, usize), order: ReduceOrder, expect: Ex
                 format!("{:?}", on.programs()),
                 format!("{:?}", off.programs()),
                 "{what}: disabling the rule changed nothing"
+            );
+        }
+        Expect::Blocked {
+            rows,
+            cols,
+            kb,
+            panel_rows,
+        } => {
+            assert!(
+                regs.contains(&(kb * cols))
+                    && regs.contains(&(rows * cols))
+                    && regs.contains(&(panel_rows * cols))
+                    && !regs.contains(&(k * cols)),
+                "{what}: no panel of {kb}x{cols}, accumulators {rows}x{cols} and \
+                 {panel_rows}x{cols}: registers {regs:?}"
             );
         }
         Expect::NotFired => assert_eq!(
@@ -238,8 +278,74 @@ fn shapes_the_blocks_do_not_divide_are_left_alone_and_exact() {
     check(DType::Float32, (5, 6, 16), SEQ, Expect::NotFired, 20);
     check(DType::Float32, (4, 6, 12), SEQ, Expect::NotFired, 21);
     check(DType::Float32, (7, 3, 7), SEQ, Expect::NotFired, 22);
-    // A panel of 2049·16 float32 is over 128 KiB.
-    check(DType::Float32, (2, 2049, 16), SEQ, Expect::NotFired, 23);
+    // A panel of 4099·16 or 4099·8 float32 is over 128 KiB, and the prime 4099 has no
+    // k block.
+    check(DType::Float32, (2, 4099, 16), SEQ, Expect::NotFired, 23);
+}
+
+/// Dyadic inputs (long sums that round) with a few specials: A's row 1 has a NaN with a
+/// payload at k = 5, B's column 2 has +inf at k = K−1 and column 3 −inf at k = 0, and A's
+/// row 0 is −0 up to k = 7.
+fn dyadic_with_specials(
+    dt: DType,
+    (m, k, n): (usize, usize, usize),
+    seed: u64,
+) -> (Vec<u64>, Vec<u64>) {
+    let mut rng = Rng(seed);
+    let (mut a, mut b) = (rng.dyadic(dt, m * k), rng.dyadic(dt, k * n));
+    let (nan, inf, ninf, nzero) = match dt {
+        DType::Float32 => (0x7fa0_1234, 0x7f80_0000, 0xff80_0000, 0x8000_0000),
+        _ => (
+            0x7ff4_0000_0000_1234,
+            0x7ff0_0000_0000_0000,
+            0xfff0_0000_0000_0000,
+            0x8000_0000_0000_0000,
+        ),
+    };
+    a[k + 5] = nan;
+    b[(k - 1) * n + 2] = inf;
+    b[3] = ninf;
+    for x in a.iter_mut().take(8) {
+        *x = nzero;
+    }
+    (a, b)
+}
+
+/// K·T panels over 128 KiB are cut in k blocks (a divisor of K): exact against the oracle,
+/// the program without the rule and the plain loop.
+#[test]
+fn long_reductions_are_tiled_in_k_blocks_and_exact() {
+    let cases = [
+        // 4096·16 float32 = 256 KiB: blocks of 2048; 8 rows = 2 blocks of 4.
+        (DType::Float32, (8, 4096, 16), (4, 16, 2048, 8)),
+        // 2049 = 3·683: three blocks of 683; 12 rows = 3 blocks of 4; two column tiles.
+        (DType::Float32, (12, 2049, 32), (4, 16, 683, 12)),
+        // float64, T = 8: 2112·8·8 bytes; blocks of 1056; 6 rows = 2 blocks of 3.
+        (DType::Float64, (6, 2112, 8), (3, 8, 1056, 6)),
+    ];
+    for (s, (dt, shape, (rows, cols, kb, panel_rows))) in cases.into_iter().enumerate() {
+        let (a, b) = dyadic_with_specials(dt, shape, 300 + s as u64);
+        let e = Expect::Blocked {
+            rows,
+            cols,
+            kb,
+            panel_rows,
+        };
+        check_data(dt, shape, SEQ, e, &a, &b);
+    }
+    // int32 (wrapping), 4 rows, blocks of 2048.
+    let mut rng = Rng(310);
+    let (a, b) = (
+        rng.data(DType::Int32, 4 * 4096),
+        rng.data(DType::Int32, 4096 * 16),
+    );
+    let e = Expect::Blocked {
+        rows: 4,
+        cols: 16,
+        kb: 2048,
+        panel_rows: 4,
+    };
+    check_data(DType::Int32, (4, 4096, 16), SEQ, e, &a, &b);
 }
 
 #[test]
@@ -327,4 +433,51 @@ fn print_the_c_of_the_1024_matmul() {
         "{}",
         uopkit_compiler::render::CStyle::C.source(&sch.programs())
     );
+}
+
+/// The 4096² float32 matmul (a 2^36-element product, far over the oracle's cap) compiles
+/// and runs on CPU:0 (6.9·10^10 float operations in the kernel); 256
+/// of its 2^24 outputs (the four corners and a seeded spread) are bit for bit the plain
+/// sequential loop's, computed independently here. Inputs are dyadic numbers in ±[0, 64)
+/// with 10 fraction bits, so the products are exact and every sum rounds: an order other
+/// than k ascending from +0 shows.
+#[test]
+fn matmul_4096_compiles_runs_and_matches_the_plain_loop_where_sampled() {
+    let s = 4096;
+    let mut rng = Rng(4096);
+    let (a, b) = (
+        rng.dyadic(DType::Float32, s * s),
+        rng.dyadic(DType::Float32, s * s),
+    );
+    let ctx = Ctx::with_limits(Limits::COMPILE);
+    let root = matmul(&ctx, (s, s, s), DType::Float32, &a, &b, SEQ);
+    let sch = schedule(&ctx, &root, &[]);
+    let got = run_cpu(&ctx, &sch);
+    assert_eq!(got.len(), s * s);
+    let mut pick = Rng(7);
+    let mut cells = vec![(0, 0), (0, s - 1), (s - 1, 0), (s - 1, s - 1)];
+    while cells.len() < 256 {
+        cells.push((pick.next() as usize % s, pick.next() as usize % s));
+    }
+    let mut rounded = 0;
+    for &(i, j) in &cells {
+        let mut acc = 0.0f32;
+        let mut exact = 0.0f64;
+        for kk in 0..s {
+            let p = f32::from_bits(a[i * s + kk] as u32) * f32::from_bits(b[kk * s + j] as u32);
+            acc += p;
+            exact += p as f64;
+        }
+        if acc as f64 != exact {
+            rounded += 1;
+        }
+        assert_eq!(
+            got[i * s + j],
+            acc.to_bits() as u64,
+            "C[{i},{j}]: compiled {} ≠ plain loop {acc}",
+            f32::from_bits(got[i * s + j] as u32)
+        );
+    }
+    // The check can tell orders apart only where the sums round.
+    assert!(rounded > 200, "only {rounded} of 256 sampled sums round");
 }

@@ -96,6 +96,11 @@ pub const MAX_BLOCKS_PER_PANEL: i128 = 16;
 /// each thread's stack).
 pub const MAX_PANEL_BYTES: i128 = 128 * 1024;
 
+/// The shortest k block a panel over [`MAX_PANEL_BYTES`] is cut into (a K with no divisor
+/// between this and the largest block that fits is left to narrower tiles or to
+/// `cpu_interchange`).
+pub const MIN_K_BLOCK: i128 = 64;
+
 pub fn tile() -> RuleSet {
     RuleSet::new(
         "cpu_tile",
@@ -259,7 +264,15 @@ fn register_tile(g: &mut Graph, _c: &Captures, id: NodeId) -> Option<NodeId> {
     // The shape of the tile.
     let vw = VECTOR_BYTES / vector_itemsize(dt)?;
     let lsize = vector_itemsize(ldt)?;
-    let t = [2 * vw, vw].into_iter().find(|t| n % t == 0)?;
+    // The tile: the widest T that divides N whose panel, K·T elements or (k-blocked) KB·T
+    // for a divisor KB ≥ MIN_K_BLOCK of K, fits MAX_PANEL_BYTES.
+    if kk < 1 {
+        return None;
+    }
+    let (t, kbl) = [2 * vw, vw]
+        .into_iter()
+        .filter(|&t| n % t == 0)
+        .find_map(|t| k_block(kk, t.checked_mul(lsize)?).map(|kbl| (t, kbl)))?;
     let b = ROW_BLOCKS.into_iter().find(|b| m % b == 0)?;
     let blocks = m / b;
     let r = (1..=MAX_BLOCKS_PER_PANEL)
@@ -267,10 +280,33 @@ fn register_tile(g: &mut Graph, _c: &Captures, id: NodeId) -> Option<NodeId> {
         .find(|r| blocks % r == 0)
         .unwrap_or(1);
     let mb = b * r;
-    let panel = kk.checked_mul(t)?;
-    if panel.checked_mul(lsize)? > MAX_PANEL_BYTES || kk < 1 {
-        return None;
+    if kbl < kk {
+        let nest = Nest {
+            x,
+            k,
+            l,
+            i,
+            j,
+            red,
+            body,
+            op,
+            dt,
+            ldt,
+            vw,
+        };
+        let shape = Shape {
+            m,
+            n,
+            kk,
+            t,
+            b,
+            r,
+            kbl,
+        };
+        let outer: Vec<NodeId> = ranges.of(g, id).iter().copied().collect();
+        return k_blocked(g, id, &outer, &nest, shape);
     }
+    let panel = kk.checked_mul(t)?;
     let outer: Vec<NodeId> = ranges.of(g, id).iter().copied().collect();
 
     let ax = |n: u32| pass_id(id, n);
@@ -382,6 +418,265 @@ fn register_tile(g: &mut Graph, _c: &Captures, id: NodeId) -> Option<NodeId> {
     out = add(g, Op::END, DType::Void, vec![out, rr], KArg::None, 0);
     if let Some(io) = io {
         out = add(g, Op::END, DType::Void, vec![out, io], KArg::None, 0);
+    }
+    out = add(g, Op::END, DType::Void, vec![out, jo], KArg::None, 0);
+    Some(add(g, Op::END, DType::Void, vec![out, ib], KArg::None, 0))
+}
+
+/// The k block of a panel of `row_bytes` per k (T elements): K itself when the K·T panel
+/// fits [`MAX_PANEL_BYTES`], else the largest divisor of K at least [`MIN_K_BLOCK`] whose
+/// panel fits; None when there is none.
+fn k_block(kk: i128, row_bytes: i128) -> Option<i128> {
+    let most = MAX_PANEL_BYTES / row_bytes.max(1);
+    if kk <= most {
+        return Some(kk);
+    }
+    (MIN_K_BLOCK..=most).rev().find(|d| kk % d == 0)
+}
+
+/// The matched matmul nest: the REDUCE's operand x over range k, the panel load l, the
+/// output loops i and j, the store `body` holding REDUCE `red` (op, dtype dt), the panel's
+/// dtype and the vector width in elements.
+struct Nest {
+    x: NodeId,
+    k: NodeId,
+    l: NodeId,
+    i: NodeId,
+    j: NodeId,
+    red: NodeId,
+    body: NodeId,
+    op: Op,
+    dt: DType,
+    ldt: DType,
+    vw: i128,
+}
+
+/// The tile of a k-blocked nest: M×N outputs, K reduced, T columns, B rows a block, R
+/// blocks a row panel, KB the k block (a divisor of K below it).
+#[derive(Clone, Copy)]
+struct Shape {
+    m: i128,
+    n: i128,
+    kk: i128,
+    t: i128,
+    b: i128,
+    r: i128,
+    kbl: i128,
+}
+
+/// The nest with the k loop cut in blocks of KB, for a K·T panel over
+/// [`MAX_PANEL_BYTES`] (see the module docs for the unblocked nest):
+///
+/// ```text
+/// for ib < M/MB: for jo < N/T:
+///   for q < MB·T: all[q] = identity
+///   for kb < K/KB:
+///     for k' < KB: for j' < T: panel[k'·T + j'] = L[k := kb·KB + k', j := jo·T + j']
+///     for io < R:
+///       for q < B·T: acc[q] = all[io·B·T + q]
+///       for k' < KB: for l < V: acc[r·T + h·V + l] ⊕= x[k := kb·KB + k', …]   (r, h unrolled)
+///       for q < B·T: all[io·B·T + q] = acc[q]
+///   for io < R: for r < B: for l < T: STORE(at, v(all[io·B·T + r·T + l]))
+/// ```
+///
+/// Exact for the same reason as the unblocked nest: element (i, j) has its own slot of
+/// `all`, which starts at the identity, and each k block copies it into its own slot of
+/// `acc`, folds that block's k in ascending order, and copies it back (copies keep bits), so
+/// the element receives x(i, j, 0), …, x(i, j, K−1) in that order, one ⊕ each, and nothing
+/// else touches the slot before it is stored.
+fn k_blocked(
+    g: &mut Graph,
+    id: NodeId,
+    outer: &[NodeId],
+    nest: &Nest,
+    sh: Shape,
+) -> Option<NodeId> {
+    let &Nest {
+        x,
+        k,
+        l,
+        i,
+        j,
+        red,
+        body,
+        op,
+        dt,
+        ldt,
+        vw,
+    } = nest;
+    let Shape {
+        m,
+        n,
+        kk,
+        t,
+        b,
+        r,
+        kbl,
+    } = sh;
+    let mb = b * r;
+    let bt = b.checked_mul(t)?;
+    let ax = |n: u32| pass_id(id, n);
+    let ib = range(g, m / mb, ax(0), 1);
+    let jo = range(g, n / t, ax(1), 2);
+    let kb = range(g, kk / kbl, ax(3), 10);
+    let j0 = affine(g, Some(jo), t, None);
+    let mut tile_deps = outer.to_vec();
+    tile_deps.extend([ib, jo]);
+
+    // all[q] = identity, for the MB·T outputs of the tile.
+    let all = add(
+        g,
+        Op::BUFFER,
+        dt,
+        vec![],
+        KArg::Reg(usize::try_from(mb.checked_mul(t)?).ok()?),
+        pass_id(id, 2),
+    );
+    let identity = konst(g, dt, reduce_identity(op, dt));
+    let q0 = range(g, mb * t, ax(3), 11);
+    let all0 = after(g, all, &tile_deps);
+    let at = alu(g, Op::INDEX, dt, vec![all0, q0]);
+    let st = add(g, Op::STORE, DType::Void, vec![at, identity], KArg::None, 0);
+    let init_all = add(g, Op::END, DType::Void, vec![st, q0], KArg::None, 0);
+
+    // The panel of this k block.
+    let pbuf = add(
+        g,
+        Op::BUFFER,
+        ldt,
+        vec![],
+        KArg::Reg(usize::try_from(kbl.checked_mul(t)?).ok()?),
+        pass_id(id, 1),
+    );
+    let kp = range(g, kbl, ax(3), 4);
+    let jp = range(g, t, ax(3), 5);
+    let jpos = alu(g, Op::ADD, DType::Int64, vec![j0, jp]);
+    let kbk = affine(g, Some(kb), kbl, None);
+    let kpos = alu(g, Op::ADD, DType::Int64, vec![kbk, kp]);
+    let lp = substitute(g, l, &BTreeMap::from([(k, kpos), (j, jpos)]));
+    let mut pdeps = tile_deps.clone();
+    pdeps.push(kb);
+    let pa = after(g, pbuf, &pdeps);
+    let paddr = affine(g, Some(kp), t, Some(jp));
+    let pat = alu(g, Op::INDEX, ldt, vec![pa, paddr]);
+    let pst = add(g, Op::STORE, DType::Void, vec![pat, lp], KArg::None, 0);
+    let pe = add(g, Op::END, DType::Void, vec![pst, jp], KArg::None, 0);
+    let packed = add(g, Op::END, DType::Void, vec![pe, kp], KArg::None, 0);
+
+    // One row block: copy in, fold the block, copy back.
+    let io = (r > 1).then(|| range(g, r, ax(2), 3));
+    let ibm = affine(g, Some(ib), mb, None);
+    let i0 = match io {
+        Some(io) => {
+            let iob = affine(g, Some(io), b, None);
+            alu(g, Op::ADD, DType::Int64, vec![ibm, iob])
+        }
+        None => ibm,
+    };
+    let acc = add(
+        g,
+        Op::BUFFER,
+        dt,
+        vec![],
+        KArg::Reg(usize::try_from(bt).ok()?),
+        pass_id(id, 0),
+    );
+    let mut adeps = pdeps.clone();
+    adeps.extend(io);
+    let q1 = range(g, bt, ax(3), 6);
+    let a0 = after(g, acc, &adeps);
+    let at_acc = alu(g, Op::INDEX, dt, vec![a0, q1]);
+    let mut in_deps = vec![init_all, kb];
+    in_deps.extend(io);
+    let all_in = after(g, all, &in_deps);
+    let slot_in = affine(g, io, bt, Some(q1));
+    let at_all = alu(g, Op::INDEX, dt, vec![all_in, slot_in]);
+    let v_in = alu(g, Op::LOAD, dt, vec![at_all]);
+    let cin = add(g, Op::STORE, DType::Void, vec![at_acc, v_in], KArg::None, 0);
+    let cin = add(g, Op::END, DType::Void, vec![cin, q1], KArg::None, 0);
+
+    let kin = range(g, kbl, ax(3), 12);
+    let lane = range(g, vw, ax(3), 7);
+    let pview = after(g, pbuf, &[packed]);
+    let a1 = after(g, acc, &[cin, kin, lane]);
+    let kt = affine(g, Some(kin), t, None);
+    let kfull = alu(g, Op::ADD, DType::Int64, vec![kbk, kin]);
+    let mut upds = vec![];
+    for row in 0..b {
+        let ipos = plus(g, i0, row);
+        for h in 0..t / vw {
+            let col = plus(g, lane, h * vw);
+            let jpos = alu(g, Op::ADD, DType::Int64, vec![j0, col]);
+            let paddr = alu(g, Op::ADD, DType::Int64, vec![kt, col]);
+            let pat = alu(g, Op::INDEX, ldt, vec![pview, paddr]);
+            let pval = alu(g, Op::LOAD, ldt, vec![pat]);
+            let xq = substitute(
+                g,
+                x,
+                &BTreeMap::from([(l, pval), (i, ipos), (j, jpos), (k, kfull)]),
+            );
+            let slot = plus(g, lane, row * t + h * vw);
+            let cur = alu(g, Op::INDEX, dt, vec![a1, slot]);
+            let old = alu(g, Op::LOAD, dt, vec![cur]);
+            let next = alu(g, op, dt, vec![old, xq]);
+            upds.push(add(
+                g,
+                Op::STORE,
+                DType::Void,
+                vec![cur, next],
+                KArg::None,
+                0,
+            ));
+        }
+    }
+    let group = add(g, Op::GROUP, DType::Void, upds, KArg::None, 0);
+    let e = add(g, Op::END, DType::Void, vec![group, lane], KArg::None, 0);
+    let folded = add(g, Op::END, DType::Void, vec![e, kin], KArg::None, 0);
+
+    let q2 = range(g, bt, ax(3), 13);
+    let a2 = after(g, acc, &[folded]);
+    let at_acc = alu(g, Op::INDEX, dt, vec![a2, q2]);
+    let v_out = alu(g, Op::LOAD, dt, vec![at_acc]);
+    let all_out = after(g, all, &[folded]);
+    let slot_out = affine(g, io, bt, Some(q2));
+    let at_all = alu(g, Op::INDEX, dt, vec![all_out, slot_out]);
+    let cout = add(
+        g,
+        Op::STORE,
+        DType::Void,
+        vec![at_all, v_out],
+        KArg::None,
+        0,
+    );
+    let mut blk = add(g, Op::END, DType::Void, vec![cout, q2], KArg::None, 0);
+    if let Some(io) = io {
+        blk = add(g, Op::END, DType::Void, vec![blk, io], KArg::None, 0);
+    }
+    let kb_end = add(g, Op::END, DType::Void, vec![blk, kb], KArg::None, 0);
+
+    // The stores: for io < R: for r < B: for l < T, from all[io·B·T + r·T + l].
+    let io2 = (r > 1).then(|| range(g, r, ax(2), 14));
+    let i0s = match io2 {
+        Some(io2) => {
+            let iob = affine(g, Some(io2), b, None);
+            alu(g, Op::ADD, DType::Int64, vec![ibm, iob])
+        }
+        None => ibm,
+    };
+    let rr = range(g, b, ax(3), 8);
+    let ll = range(g, t, ax(3), 9);
+    let done = after(g, all, &[kb_end]);
+    let row_slot = affine(g, Some(rr), t, Some(ll));
+    let slot = affine(g, io2, bt, Some(row_slot));
+    let at = alu(g, Op::INDEX, dt, vec![done, slot]);
+    let val = alu(g, Op::LOAD, dt, vec![at]);
+    let ipos = alu(g, Op::ADD, DType::Int64, vec![i0s, rr]);
+    let jpos = alu(g, Op::ADD, DType::Int64, vec![j0, ll]);
+    let stored = substitute(g, body, &BTreeMap::from([(red, val), (i, ipos), (j, jpos)]));
+    let mut out = add(g, Op::END, DType::Void, vec![stored, ll], KArg::None, 0);
+    out = add(g, Op::END, DType::Void, vec![out, rr], KArg::None, 0);
+    if let Some(io2) = io2 {
+        out = add(g, Op::END, DType::Void, vec![out, io2], KArg::None, 0);
     }
     out = add(g, Op::END, DType::Void, vec![out, jo], KArg::None, 0);
     Some(add(g, Op::END, DType::Void, vec![out, ib], KArg::None, 0))

@@ -50,6 +50,24 @@ impl Rng {
         }
     }
 
+    /// Bits of `dt` (float32 or float64) for dyadic numbers in ±[0, 64) with 10 fraction
+    /// bits: products of two are exact in float32, their long sums round (cpu_tile.rs only:
+    /// each test binary compiles this module for itself).
+    #[allow(dead_code)]
+    pub fn dyadic(&mut self, dt: DType, n: usize) -> Vec<u64> {
+        (0..n)
+            .map(|_| {
+                let r = self.next();
+                let v = ((r >> 40) % (1 << 16)) as f64 / 1024.0;
+                let v = if r & 1 == 1 { -v } else { v };
+                match dt {
+                    DType::Float32 => (v as f32).to_bits() as u64,
+                    _ => v.to_bits(),
+                }
+            })
+            .collect()
+    }
+
     pub fn data(&mut self, dt: DType, n: usize) -> Vec<u64> {
         (0..n)
             .map(|_| match dt {

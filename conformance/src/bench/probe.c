@@ -5,7 +5,7 @@
  * caller. Every probe splits its range into contiguous blocks, one per thread. */
 #include <pthread.h>
 #include <string.h>
-#if defined(__FMA__)
+#if defined(__FMA__) || defined(__AVX512F__)
 #include <immintrin.h>
 #endif
 
@@ -50,33 +50,63 @@ static void read_range(struct job *j) {
     j->out = t;
 }
 
-/* 12 independent chains of x = x*m + a (a MUL and an ADD per lane and step). */
-static void muladd_range(struct job *j) {
-    v8 x[12], m, a;
-    for (int l = 0; l < 8; l++) { m[l] = 0.999999f; a[l] = 1e-6f; }
-    for (int k = 0; k < 12; k++)
-        for (int l = 0; l < 8; l++) x[k][l] = (float)(k + l) * 0.01f;
-    for (long it = 0; it < j->iters; it++)
-        for (int k = 0; k < 12; k++) x[k] = x[k] * m + a;
+/* Peak arithmetic: CHAINS independent chains of x = x*m + a on the widest vectors the target
+ * has (64-byte with AVX-512, else 32-byte), fully unrolled so that every chain lives in a
+ * register (an array indexed in a loop lives in memory, and the store-to-load forwarding on
+ * each step turns a throughput probe into a latency probe). CHAINS covers the latency of a
+ * MUL followed by an ADD (or of one FMA) times two pipes on current x86 cores, and leaves two
+ * vector registers for m and a. */
+#if defined(__AVX512F__)
+#define LANES 16
+#define CHAINS 24
+#else
+#define LANES 8
+#define CHAINS 12
+#endif
+typedef float vw __attribute__((vector_size(LANES * 4)));
+
+/* Flops one step of one thread does: a MUL and an ADD (or one FMA) per lane and chain. */
+long uopkit_probe_flops_per_step(void) { return 2L * LANES * CHAINS; }
+
+static float lanes_sum(const vw *x) {
     float t = 0;
-    for (int k = 0; k < 12; k++)
-        for (int l = 0; l < 8; l++) t += x[k][l];
-    j->out = t;
+    for (int k = 0; k < CHAINS; k++)
+        for (int l = 0; l < LANES; l++) t += x[k][l];
+    return t;
+}
+
+static void muladd_range(struct job *j) {
+    vw x[CHAINS], m, a;
+    for (int l = 0; l < LANES; l++) { m[l] = 0.999999f; a[l] = 1e-6f; }
+#pragma GCC unroll 64
+    for (int k = 0; k < CHAINS; k++)
+        for (int l = 0; l < LANES; l++) x[k][l] = (float)(k + l) * 0.01f;
+    for (long it = 0; it < j->iters; it++) {
+#pragma GCC unroll 64
+        for (int k = 0; k < CHAINS; k++) x[k] = x[k] * m + a;
+    }
+    j->out = lanes_sum(x);
 }
 
 /* The same chains with one fused multiply-add each (-1: no FMA on this target). */
 static void fma_range(struct job *j) {
-#if defined(__FMA__)
-    __m256 x[12], m = _mm256_set1_ps(0.999999f), a = _mm256_set1_ps(1e-6f);
-    for (int k = 0; k < 12; k++) x[k] = _mm256_set1_ps((float)k * 0.01f);
-    for (long it = 0; it < j->iters; it++)
-        for (int k = 0; k < 12; k++) x[k] = _mm256_fmadd_ps(x[k], m, a);
-    float t = 0, lanes[8];
-    for (int k = 0; k < 12; k++) {
-        _mm256_storeu_ps(lanes, x[k]);
-        for (int l = 0; l < 8; l++) t += lanes[l];
+#if defined(__FMA__) || defined(__AVX512F__)
+    vw x[CHAINS], m, a;
+    for (int l = 0; l < LANES; l++) { m[l] = 0.999999f; a[l] = 1e-6f; }
+#pragma GCC unroll 64
+    for (int k = 0; k < CHAINS; k++)
+        for (int l = 0; l < LANES; l++) x[k][l] = (float)(k + l) * 0.01f;
+    for (long it = 0; it < j->iters; it++) {
+#pragma GCC unroll 64
+        for (int k = 0; k < CHAINS; k++) {
+#if defined(__AVX512F__)
+            x[k] = (vw)_mm512_fmadd_ps((__m512)x[k], (__m512)m, (__m512)a);
+#else
+            x[k] = (vw)_mm256_fmadd_ps((__m256)x[k], (__m256)m, (__m256)a);
+#endif
+        }
     }
-    j->out = t;
+    j->out = lanes_sum(x);
 #else
     j->out = -1.0f;
 #endif

@@ -3,8 +3,10 @@
 //! (`CCompiler::load`: the same compiler, flags and cache as the kernels).
 //!
 //! Bandwidth counts bytes as STREAM does: copy 2 × 4 bytes per element, triad 3 × 4, read
-//! 1 × 4 (write-allocate traffic is not counted). Arithmetic: 2 flops per lane and step
-//! (a MUL and an ADD, or one FMA), 8 lanes, 12 chains.
+//! 1 × 4 (write-allocate traffic is not counted). Arithmetic: 2 flops per lane, chain and
+//! step (a MUL and an ADD, or one FMA), on the widest vectors the target has (16 lanes × 24
+//! chains with AVX-512, else 8 × 12: `uopkit_probe_flops_per_step`), every chain in a register,
+//! so the probe measures the issue rate of the vector pipes, not the latency of a chain.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -20,6 +22,7 @@ type CopyFn = unsafe extern "C" fn(*mut f32, *const f32, i64, i32) -> f32;
 type TriadFn = unsafe extern "C" fn(*mut f32, *const f32, *const f32, f32, i64, i32) -> f32;
 type ReadFn = unsafe extern "C" fn(*const f32, i64, i32) -> f32;
 type FlopFn = unsafe extern "C" fn(i64, i32) -> f32;
+type PerStepFn = unsafe extern "C" fn() -> i64;
 
 /// One probe: what it measures and how to run it once.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -71,6 +74,8 @@ pub struct Probes {
     c: Vec<f32>,
     /// Steps per thread of the arithmetic probes.
     iters: i64,
+    /// Flops one step of one thread does (lanes × chains × 2).
+    flops_per_step: i64,
     pub threads: usize,
     /// Whether the target has FMA (the FMA probe returns -1 otherwise).
     pub has_fma: bool,
@@ -103,6 +108,9 @@ impl Probes {
         let read = sym::<ReadFn>(&lib, &path, "uopkit_probe_read")?;
         let muladd = sym::<FlopFn>(&lib, &path, "uopkit_probe_muladd")?;
         let fma = sym::<FlopFn>(&lib, &path, "uopkit_probe_fma")?;
+        let per_step = sym::<PerStepFn>(&lib, &path, "uopkit_probe_flops_per_step")?;
+        // SAFETY: returns a constant; touches no memory.
+        let flops_per_step = unsafe { per_step() };
         let mut p = Probes {
             _lib: lib,
             copy,
@@ -114,6 +122,7 @@ impl Probes {
             b: (0..n).map(|i| (i % 1000) as f32 * 1e-3).collect(),
             c: (0..n).map(|i| (i % 7) as f32).collect(),
             iters,
+            flops_per_step,
             threads: threads.max(1),
             has_fma: true,
         };
@@ -158,7 +167,7 @@ impl Probes {
             ProbeKind::Triad => 12.0 * n as f64,
             ProbeKind::Read => 4.0 * n as f64,
             ProbeKind::MulAdd | ProbeKind::Fma => {
-                2.0 * 8.0 * 12.0 * self.iters as f64 * self.threads as f64
+                self.flops_per_step as f64 * self.iters as f64 * self.threads as f64
             }
         };
         Ok((elapsed, work))

@@ -4,9 +4,10 @@
 //! * **Compiler**: `cc`, or the command in `UOPKIT_CC`, split like a shell does
 //!   (`UOPKIT_CC="gcc -O3"` runs `gcc -O3 …`: the extra words come before uopkit's flags
 //!   and are part of the cache key). uopkit's flags are
-//!   `-O2 -march=native -ffp-contract=off -shared -fPIC -x c - -o <tmp> -lm`, the source on
-//!   stdin (`-ffp-contract=off` keeps `a*b+c` unfused; uopkit never asks for `-ffast-math`;
-//!   a library that changes the FP control state anyway is caught, see [`super::fpenv`]).
+//!   `-O2 -march=native -ffp-contract=off -shared -fPIC -x c - -o <tmp> -lm` (and
+//!   `-mno-red-zone` on x86-64, see [`CFLAGS`]), the source on stdin (`-ffp-contract=off`
+//!   keeps `a*b+c` unfused; uopkit never asks for `-ffast-math`; a library that changes the
+//!   FP control state anyway is caught, see [`super::fpenv`]).
 //! * **Timeout**: a compile (and `cc --version`) is killed, with its process group, after
 //!   [`DEFAULT_TIMEOUT`] (120 s) or `UOPKIT_CC_TIMEOUT` seconds, giving
 //!   [`Error::CompileTimeout`]. A compiler that exits 0 but leaves no ELF shared object is an
@@ -72,6 +73,24 @@ use entry::{check_elf, key_of, Kind};
 use store::Store;
 
 /// uopkit's flags, before `-x c - -o <out> -lm` (and after the compiler's own extra words).
+///
+/// `-mno-red-zone` (x86-64 only): gcc 12 with `-march=native` on an AVX-512 machine (Zen 5)
+/// lays out a kernel's local register arrays in the red zone 8 bytes off the 16-byte
+/// alignment its own aligned vector stores (`vmovdqa`) assume, and the kernel faults
+/// (SIGSEGV; seen on `float v6[12]`, the accumulator row of a 4×6×12 matmul, in a leaf
+/// function that also pushes rbp and rbx). Without the red zone the frame is made by
+/// `sub rsp`, laid out correctly. It only changes where a leaf function's locals live.
+#[cfg(target_arch = "x86_64")]
+pub const CFLAGS: [&str; 6] = [
+    "-O2",
+    "-march=native",
+    "-ffp-contract=off",
+    "-mno-red-zone",
+    "-shared",
+    "-fPIC",
+];
+/// uopkit's flags, before `-x c - -o <out> -lm` (and after the compiler's own extra words).
+#[cfg(not(target_arch = "x86_64"))]
 pub const CFLAGS: [&str; 5] = [
     "-O2",
     "-march=native",
