@@ -57,8 +57,14 @@
 //! (every (i, j) writes its own element), and the stored value and gate read nothing the
 //! kernel writes (besides the REDUCE).
 //!
-//! Remainders: the rule fires only where the blocks divide (B | M, T | N) and the panel
-//! fits; other shapes are left to `cpu_interchange`. Only one reduced range; only float32,
+//! Long reductions: T is the widest of 2V, V that divides N and whose panel fits
+//! [`MAX_PANEL_BYTES`], either whole (K·T) or cut in k blocks of KB·T for the largest
+//! divisor KB ≥ [`MIN_K_BLOCK`] of K that fits (the nest of `k_blocked`: each row panel's
+//! accumulators live in a register `all` between blocks, copied into the block's `acc` and
+//! back around each block's k loop, which is the loop above).
+//!
+//! Remainders: the rule fires only where the blocks divide (B | M, T | N) and a panel fits;
+//! other shapes are left to `cpu_interchange`. Only one reduced range; only float32,
 //! float64 and 32-bit integer accumulators and panels (what AVX2 computes in vectors).
 //!
 //! Checked in the object code (gcc 12, `-O2 -march=native -ffp-contract=off`, Zen 3, the
