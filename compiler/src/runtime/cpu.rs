@@ -216,7 +216,7 @@ impl CpuDevice {
         .ok_or_else(|| Error::UnknownKernel(kernel.to_string()))?;
         let par = match cpu.par.get(kernel) {
             Some(&(entry, extent, work)) if !aliased => {
-                Some((entry, extent, threads::chunks(extent, work, threads)))
+                Some((entry, extent, threads::launch_chunks(extent, work, threads)))
             }
             _ => None,
         };
@@ -246,7 +246,7 @@ impl CpuDevice {
     pub fn threads_for(&self, prog: &Compiled, kernel: &str, threads: usize) -> Result<usize> {
         let (cpu, _) = super::program_for::<CpuProgram>(prog, kernel, &self.name, |_| true)?;
         Ok(cpu.par.get(kernel).map_or(1, |&(_, extent, work)| {
-            threads::chunks(extent, work, threads)
+            threads::launch_chunks(extent, work, threads)
         }))
     }
 }

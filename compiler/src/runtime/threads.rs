@@ -11,6 +11,7 @@
 //! `UOPKIT_CPU_THREADS=n` (n ≥ 1) sets the number of threads; unset, it is
 //! `std::thread::available_parallelism()`. It is read once per process ([`cpu_threads`]).
 
+use std::cell::Cell;
 use std::ffi::c_void;
 use std::sync::OnceLock;
 
@@ -73,6 +74,38 @@ pub fn threads_from(
             value: v.to_string_lossy().into_owned(),
             message: "not UTF-8",
         }),
+    }
+}
+
+thread_local! {
+    /// The chunk count [`with_forced_chunks`] set for launches from this thread.
+    static FORCED: Cell<Option<usize>> = const { Cell::new(None) };
+}
+
+/// Runs `f` with every launch that `f` makes from this thread and that has a parallel loop
+/// split into `n` chunks (at most the loop's extent), each on its own thread, whatever the
+/// loop's size and the thread setting. The conformance kit's `cpu` backend runs small cases
+/// this way too, so the corpus exercises the threaded entry (`par_k_*`), which the work
+/// threshold keeps its small kernels off. The previous setting is back when `f` returns or
+/// unwinds.
+pub fn with_forced_chunks<R>(n: usize, f: impl FnOnce() -> R) -> R {
+    struct Restore(Option<usize>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            FORCED.with(|c| c.set(self.0));
+        }
+    }
+    let _restore = Restore(FORCED.with(|c| c.replace(Some(n.max(1)))));
+    f()
+}
+
+/// The chunks a launch from this thread splits a parallel loop of `extent` iterations of
+/// `work` instructions each into, with at most `threads` threads: [`chunks`], unless
+/// [`with_forced_chunks`] set a count.
+pub fn launch_chunks(extent: i64, work: u64, threads: usize) -> usize {
+    match FORCED.with(Cell::get) {
+        Some(n) => (n as u64).min(u64::try_from(extent).unwrap_or(0)).max(1) as usize,
+        None => chunks(extent, work, threads),
     }
 }
 
@@ -161,6 +194,25 @@ mod tests {
         assert_eq!(chunks(1 << 24, 4, 1), 1);
         // Two threads' worth of work, and no more.
         assert_eq!(chunks(2, MIN_WORK_PER_THREAD, 8), 2);
+    }
+
+    #[test]
+    fn forced_chunks_apply_inside_the_closure_only_and_stop_at_the_extent() {
+        assert_eq!(launch_chunks(16, 4, 8), 1);
+        with_forced_chunks(3, || {
+            assert_eq!(launch_chunks(16, 4, 1), 3);
+            assert_eq!(launch_chunks(2, 4, 8), 2);
+            assert_eq!(launch_chunks(0, 4, 8), 1);
+            with_forced_chunks(5, || assert_eq!(launch_chunks(16, 4, 1), 5));
+            assert_eq!(launch_chunks(16, 4, 1), 3);
+        });
+        assert_eq!(launch_chunks(16, 4, 8), 1);
+        // Another thread is not affected.
+        with_forced_chunks(3, || {
+            std::thread::spawn(|| assert_eq!(launch_chunks(16, 4, 8), 1))
+                .join()
+                .unwrap()
+        });
     }
 
     #[test]
