@@ -204,15 +204,31 @@ static inline uint32_t uk_sf_libm(double r, int finite, UK_FMT) {
   return uk_sf_from_f64(r, UK_F);
 }
 #define UK_D(a) uk_sf_dec((a), UK_F)
-static inline uint32_t uk_sf_add(uint32_t a, uint32_t b, UK_FMT) { return uk_sf_fin(uk_sf_from_pair(UK_D(a), UK_D(b), UK_F), UK_F); }
-static inline uint32_t uk_sf_sub(uint32_t a, uint32_t b, UK_FMT) { return uk_sf_fin(uk_sf_from_pair(UK_D(a), -UK_D(b), UK_F), UK_F); }
-static inline uint32_t uk_sf_mul(uint32_t a, uint32_t b, UK_FMT) { return uk_sf_fin(uk_sf_from_f64(UK_D(a) * UK_D(b), UK_F), UK_F); }
+/* float16 through float32 where the target has F16C: a float16 converts to float32 exactly;
+   for +, -, ×, ÷ and √ of float16 operands the float32 result (24 bits ≥ 2·11 + 2, and no
+   float16 operation reaches float32's subnormals or overflow) rounded again to float16 (F16C's
+   round to nearest even) is the exact result rounded once: double rounding is innocuous at
+   that precision (S. A. Figueroa, "When is double rounding innocuous?", 1995). NaNs still
+   become the canonical NaN (uk_sf_fin). The other formats, and MULACC (whose float32 sum has
+   a 22-bit operand), take the double path below. */
+#if defined(__F16C__)
+#include <immintrin.h>
+static inline float uk_h2f(uint32_t a) { return _cvtsh_ss((unsigned short)a); }
+static inline uint32_t uk_f2h(float x) { return (uint32_t)_cvtss_sh(x, _MM_FROUND_TO_NEAREST_INT); }
+#define UK_F16_VIA_F32(expr) \
+  if (E == 5 && M == 10 && INF) return uk_sf_fin(uk_f2h(expr), UK_F);
+#else
+#define UK_F16_VIA_F32(expr)
+#endif
+static inline uint32_t uk_sf_add(uint32_t a, uint32_t b, UK_FMT) { UK_F16_VIA_F32(uk_h2f(a) + uk_h2f(b)) return uk_sf_fin(uk_sf_from_pair(UK_D(a), UK_D(b), UK_F), UK_F); }
+static inline uint32_t uk_sf_sub(uint32_t a, uint32_t b, UK_FMT) { UK_F16_VIA_F32(uk_h2f(a) - uk_h2f(b)) return uk_sf_fin(uk_sf_from_pair(UK_D(a), -UK_D(b), UK_F), UK_F); }
+static inline uint32_t uk_sf_mul(uint32_t a, uint32_t b, UK_FMT) { UK_F16_VIA_F32(uk_h2f(a) * uk_h2f(b)) return uk_sf_fin(uk_sf_from_f64(UK_D(a) * UK_D(b), UK_F), UK_F); }
 static inline uint32_t uk_sf_mulacc(uint32_t a, uint32_t b, uint32_t c, UK_FMT) {
   return uk_sf_fin(uk_sf_from_pair(UK_D(a) * UK_D(b), UK_D(c), UK_F), UK_F); /* product exact */
 }
-static inline uint32_t uk_sf_fdiv(uint32_t a, uint32_t b, UK_FMT) { return uk_sf_fin(uk_sf_div_d(UK_D(a), UK_D(b), UK_F), UK_F); }
-static inline uint32_t uk_sf_recip(uint32_t a, UK_FMT) { return uk_sf_fin(uk_sf_div_d(1.0, UK_D(a), UK_F), UK_F); }
-static inline uint32_t uk_sf_sqrt(uint32_t a, UK_FMT) { return uk_sf_fin(uk_sf_sqrt_d(UK_D(a), UK_F), UK_F); }
+static inline uint32_t uk_sf_fdiv(uint32_t a, uint32_t b, UK_FMT) { UK_F16_VIA_F32(uk_h2f(a) / uk_h2f(b)) return uk_sf_fin(uk_sf_div_d(UK_D(a), UK_D(b), UK_F), UK_F); }
+static inline uint32_t uk_sf_recip(uint32_t a, UK_FMT) { UK_F16_VIA_F32(1.0f / uk_h2f(a)) return uk_sf_fin(uk_sf_div_d(1.0, UK_D(a), UK_F), UK_F); }
+static inline uint32_t uk_sf_sqrt(uint32_t a, UK_FMT) { UK_F16_VIA_F32(sqrtf(uk_h2f(a))) return uk_sf_fin(uk_sf_sqrt_d(UK_D(a), UK_F), UK_F); }
 static inline uint32_t uk_sf_trunc(uint32_t a, UK_FMT) { return uk_sf_fin(uk_sf_from_f64(trunc(UK_D(a)), UK_F), UK_F); }
 static inline uint32_t uk_sf_exp2(uint32_t a, UK_FMT) {
   double x = UK_D(a);
