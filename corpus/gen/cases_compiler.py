@@ -5,7 +5,8 @@ comparisons, WHERE, MAX, casts and negative values; index arithmetic that is ent
 moved views of a whole buffer, in place and across devices; op x dtype pairs a renderer is rarely
 asked to print (integer TRUNC, POW on narrow floats, an UNSHARD read directly as an output); element
 arithmetic on CONST operands where a simplifier's integer rules must not fire (floats, AND/OR/MUL with
-constants other than 0 and ~0, division/modulo by constants whose products wrap).
+constants other than 0 and ~0, division/modulo by constants whose products wrap); element arithmetic whose
+range-checked rules must not fire because the operand's true range just misses the rule's condition.
 
 Expected values: tensor.T (index by index) and numerics.alu (exact, one rounding), as everywhere in
 corpus/gen; never the oracle.
