@@ -716,3 +716,32 @@ fn an_effect_after_a_reduce_that_read_its_buffer_stays_after_the_fold() {
         "{q}"
     );
 }
+
+/// Two register buffers of one dtype and size are two buffers: r1[0] = 1, r2[0] = 2, then
+/// out = [r1[0], r2[0]]. Lifting tells the two BUFFER nodes apart by their tags (the graph
+/// hash-conses nodes, and both are `BUFFER Reg(1)` of int32); merged, out would be [2, 2].
+#[test]
+fn two_registers_of_one_size_stay_two_buffers() {
+    let mut p = Program::new("two_regs", matrix_params(2, 1));
+    let out = p.push(Op::PARAM, I32, vec![], KArg::Param(0));
+    p.push(Op::PARAM, I32, vec![], KArg::Param(1));
+    let r1 = p.push(Op::BUFFER, I32, vec![], KArg::Reg(1));
+    let r2 = p.push(Op::BUFFER, I32, vec![], KArg::Reg(1));
+    let zero = c64(&mut p, 0);
+    let one = c64(&mut p, 1);
+    for (r, v) in [(r1, 1), (r2, 2)] {
+        let k = p.push(Op::CONST, I32, vec![], KArg::Const(v));
+        let at = p.push(Op::INDEX, I32, vec![r, zero], KArg::None);
+        p.push(Op::STORE, DType::Void, vec![at, k], KArg::None);
+    }
+    for (r, slot) in [(r1, zero), (r2, one)] {
+        let at = p.push(Op::INDEX, I32, vec![r, zero], KArg::None);
+        let v = p.push(Op::LOAD, I32, vec![at], KArg::None);
+        let o = p.push(Op::INDEX, I32, vec![out, slot], KArg::None);
+        p.push(Op::STORE, DType::Void, vec![o, v], KArg::None);
+    }
+    assert_eq!(run_on_iota(&p, 0).unwrap(), vec![1, 2], "{p}");
+    let k = lift(&p).unwrap();
+    let q = linearize(&k).unwrap_or_else(|e| panic!("{e}\n{k}"));
+    assert_eq!(run_on_iota(&q, 0).unwrap(), vec![1, 2], "{q}");
+}

@@ -5,7 +5,8 @@ comparisons, WHERE, MAX, casts and negative values; index arithmetic that is ent
 moved views of a whole buffer, in place and across devices; op x dtype pairs a renderer is rarely
 asked to print (integer TRUNC, POW on narrow floats, an UNSHARD read directly as an output); element
 arithmetic on CONST operands where a simplifier's integer rules must not fire (floats, AND/OR/MUL with
-constants other than 0 and ~0, division/modulo by constants whose products wrap).
+constants other than 0 and ~0, division/modulo by constants whose products wrap); element arithmetic whose
+range-checked rules must not fire because the operand's true range just misses the rule's condition.
 
 Expected values: tensor.T (index by index) and numerics.alu (exact, one rounding), as everywhere in
 corpus/gen; never the oracle.
@@ -39,6 +40,7 @@ def gen(C):
     gen_constant_index(C)
     gen_view_stores(C)
     gen_op_dtype(C)
+    gen_value_ranges(C)
     gen_fusion(C)
     gen_matmul_tile(C)
 
@@ -371,6 +373,83 @@ def gen_op_dtype(C):
     parts = [T([2, 2], c, "int32") for c in comps]
     out(g, "cat1", g.op("UNSHARD", "int32", g.reshape(x, [2, 2]), arg=[1]), concat(parts, 1))
     C.add(GRP, "unshard_as_output_3dev", g)
+
+
+# -- value ranges of element arithmetic ---------------------------------------------------------------
+def gen_value_ranges(C):
+    # The GPU pass list simplifies element arithmetic with rules that trust a value-range analysis:
+    # x % c -> x when x is in [0, c), CAST(CAST(x, uint8), int32) -> x when x fits uint8, (a*c)/c -> a when
+    # a*c cannot wrap, (a*c + b)/c -> a + b/c when b and the sum share a sign. Each output below is built so
+    # that its operand's true range just misses the rule's condition, while a range computed wrongly (WHERE
+    # of a comparison taken as always true, SUB's low end, C modulo or OR of a negative operand, floor
+    # division by a negative divisor, x % c for x = c, a product that wraps in uint8) lets the rule fire and
+    # changes some element. The loaded operands have the dtype's full range, so a narrow range comes from
+    # AND with a constant and WHERE between constants.
+    xs = [0, 1, 2, 3, 5, 7, -1, 11]
+    cs = [1, 0, 1, 0, 1, 0, 1, 0]
+    ds = [0, 0, 1, 1, 0, 1, 0, 1]
+    ys = [100, 0, 85, 86, 255, 1, 171, 200]
+    n = len(xs)
+    g = G("element arithmetic whose range-checked rules must not fire (int32 x = 0,1,2,3,5,7,-1,11; bool c, d): "
+          "(x&3)%3, WHERE(x==5, 1, 7)%5, (WHERE(c,1,2) - WHERE(d,0,5))%3, CAST(CAST(WHERE(c,-1,1)|2, uint8), int32), "
+          "CAST(CAST(WHERE(c,-5,5)%3, uint8), int32), ((x&7)*4 - 1)/4 (C division), FLOORDIV(WHERE(c,-7,-5), -2)%3; "
+          "numerics.alu and numerics.cast (exact, wrapping)",
+          [GRP, "alu", "range", "int32", "cmod", "cdiv", "floordiv"])
+    bx = g.buffer("int32", n, data=xs)
+    bc = g.buffer("bool", n, data=cs)
+    bd = g.buffer("bool", n, data=ds)
+    k = lambda v: g.const("int32", v)  # noqa: E731
+    a = lambda op, x, y: N.alu(op, "int32", x, y)  # noqa: E731
+
+    def o(name, node, vals, dt="int32"):
+        out(g, name, node, T([n], vals, dt))
+
+    def where(c, t, f):
+        return g.op("WHERE", "int32", c, k(t), k(f))
+
+    def i32_u8_i32(v):
+        return N.cast("uint8", "int32", N.cast("int32", "uint8", v))
+
+    def via_u8(node):
+        return g.cast(g.cast(node, "uint8"), "int32")
+
+    # x & 3 is in [0, 3]: x % 3 -> x only when x < 3 (x & 3 = 3 gives 0)
+    o("and3_mod3", g.op("CMOD", "int32", g.op("AND", "int32", bx, k(3)), k(3)),
+      [a("CMOD", a("AND", x, 3), 3) for x in xs])
+    # x == 5 is false for most x: the WHERE's range is [1, 7], not [1, 1]
+    eq5 = g.op("CMPEQ", "bool", bx, k(5))
+    o("eq5_sel_mod5", g.op("CMOD", "int32", g.op("WHERE", "int32", eq5, k(1), k(7)), k(5)),
+      [a("CMOD", 1 if N.alu("CMPEQ", "int32", x, 5) else 7, 5) for x in xs])
+    # [1, 2] - [0, 5] is [-4, 2]
+    o("sub_mod3", g.op("CMOD", "int32", g.op("SUB", "int32", where(bc, 1, 2), where(bd, 0, 5)), k(3)),
+      [a("CMOD", a("SUB", 1 if c else 2, 0 if d else 5), 3) for c, d in zip(cs, ds)])
+    # -1 | 2 = -1: OR of a negative operand is negative
+    o("or2_via_u8", via_u8(g.op("OR", "int32", where(bc, -1, 1), k(2))),
+      [i32_u8_i32(a("OR", -1 if c else 1, 2)) for c in cs])
+    # C modulo keeps the dividend's sign: -5 % 3 = -2
+    o("mod3_via_u8", via_u8(g.op("CMOD", "int32", where(bc, -5, 5), k(3))),
+      [i32_u8_i32(a("CMOD", -5 if c else 5, 3)) for c in cs])
+    # (4a - 1)/4 truncates to a - 1 for a >= 1: b = -1 and the sum 4a - 1 differ in sign
+    m = g.op("MUL", "int32", g.op("AND", "int32", bx, k(7)), k(4))
+    o("affine_cdiv", g.op("CDIV", "int32", g.op("ADD", "int32", m, k(-1)), k(4)),
+      [a("CDIV", a("ADD", a("MUL", a("AND", x, 7), 4), -1), 4) for x in xs])
+    # floor(-7 / -2) = 3, floor(-5 / -2) = 2: the quotient's range is [2, 3]
+    fd = g.op("FLOORDIV", "int32", where(bc, -7, -5), k(-2))
+    o("floordiv_neg_mod3", g.op("CMOD", "int32", fd, k(3)),
+      [a("CMOD", a("FLOORDIV", -7 if c else -5, -2), 3) for c in cs])
+    C.add(GRP, "value_range_rules", g)
+
+    # uint8: the loaded y has the range [0, 255] and y*3 the exact range [0, 765], which does not fit: the
+    # product wraps (100*3 = 300 -> 44), so (y*3)/3 -> y must not fire (a range check that takes "exceeds the
+    # dtype" for "fits" lets it). Its own case: tinygrad 0.14 CPU does not wrap the product (manifests/xfail.json)
+    g = G("uint8 y = 100, 0, 85, 86, 255, 1, 171, 200: (y*3)/3 (C division) where the product wraps (300 -> 44, "
+          "258 -> 2, 765 -> 253, 513 -> 1, 600 -> 88); numerics.alu (exact, wrapping)",
+          [GRP, "alu", "range", "uint8", "cdiv"])
+    by = g.buffer("uint8", n, data=ys)
+    k3 = g.const("uint8", 3)
+    out(g, "mul3_div3", g.op("CDIV", "uint8", g.op("MUL", "uint8", by, k3), k3),
+        T([n], [N.alu("CDIV", "uint8", N.alu("MUL", "uint8", y, 3), 3) for y in ys], "uint8"))
+    C.add(GRP, "value_range_rules_uint8_product", g)
 
 
 # -- fusion: kernel counts tinygrad 0.14's scheduler also chooses (GlobalCounters.kernel_count) -------------
