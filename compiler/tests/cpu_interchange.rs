@@ -254,6 +254,29 @@ fn matmul_1024_compiles_though_the_oracle_refuses_it() {
     );
 }
 
+/// A buffer of exactly the oracle's per-value limit (2^28 elements: the k×m×n product of a
+/// 1024×256 by 256×1024 matmul as an output) is scheduled; only a larger one is refused.
+#[test]
+fn a_buffer_of_exactly_the_limit_is_scheduled() {
+    let (m, k, n) = (1024, 256, 1024);
+    let ctx = Ctx::with_limits(Limits::COMPILE);
+    let root = matmul(
+        &ctx,
+        (m, k, n),
+        DType::Float32,
+        &vec![0u64; m * k],
+        &vec![0u64; k * n],
+        ReduceOrder::Sequential,
+    );
+    let g = ctx.graph();
+    let ver = verify::verify_with(&g, &Limits::COMPILE).unwrap();
+    let prod = g.node(root.id()).src[0];
+    assert_eq!(k * m * n, verify::MAX_ELEMENTS);
+    let s = pipeline::schedule_opts(&g, &ver, &[prod], &ScheduleOpts::default())
+        .expect("a buffer of exactly the limit is allowed");
+    assert!(s.buffers.iter().any(|b| b.size == verify::MAX_ELEMENTS));
+}
+
 /// Runs the 1024² matmul on CPU:0 and compares it with the plain loop (1 G multiply-adds
 /// on each side: minutes in a debug build on CI's two cores).
 #[test]

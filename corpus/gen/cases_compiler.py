@@ -43,6 +43,7 @@ def gen(C):
     gen_value_ranges(C)
     gen_fusion(C)
     gen_matmul_tile(C)
+    gen_pass_guards(C)
 
 
 # -- index arithmetic: masks, comparisons, negative offsets --------------------------------------------
@@ -544,3 +545,60 @@ def gen_matmul_tile(C):
     tp = T([3, 8, 16], [N.alu("MUL", dt, x, y) for x, y in zip(ta.data, tb.data)], dt)
     out(g, "y", g.reduce(prod, "ADD", 1), tp.reduce("ADD", 1))
     C.add(GRP, "matmul_register_tile", g)
+
+
+# -- the guards of the CPU loop passes: shapes and orders a pass must leave alone ------------------------
+def split_fold(op, dt, xs, k):
+    """A REDUCE declared split(k) (docs/ir.md): element i goes to accumulator i mod k, each accumulator
+    folds its elements in order from the identity, and the accumulators combine left to right from the
+    first (numerics.alu: exact, one rounding per op)."""
+    accs = [N.reduce_identity(op, dt)] * k
+    for i, x in enumerate(xs):
+        accs[i % k] = N.alu(op, dt, accs[i % k], x)
+    acc = accs[0]
+    for a in accs[1:]:
+        acc = N.alu(op, dt, acc, a)
+    return acc
+
+
+def gen_pass_guards(C):
+    # A [4,2] float32 sum over axis 0 declared split(2): cpu_interchange may move the output axis j inside
+    # the reduce loop only where each element's fold keeps its declared order (sequential, or an order-free
+    # integer fold); a float split(2) is neither (float ADD is commutative but not associative), so the
+    # loop nest must keep the two accumulators. Column 0 is [1e8, 1, -1e8, 1]: split(2) gives
+    # ((0 + 1e8) + -1e8) + ((0 + 1) + 1) = 2, sequential (1e8 + 1 rounds to 1e8) gives 1.
+    dt = "float32"
+    lits = ["100000000.0", "1.0", "1.0", "2.0", "-100000000.0", "3.0", "1.0", "4.0"]
+    vals = [N.raw(dt, v) for v in lits]
+    g = G("float32 [4,2] summed over axis 0 declared split(2): each column folds elements 0, 2 and 1, 3 into two "
+          "accumulators combined left to right, so column [1e8, 1, -1e8, 1] gives (1e8 + -1e8) + (1 + 1) = 2 where "
+          "the sequential order gives 1 (a CPU pass that moves the column loop inside the reduce loop must keep "
+          "that order: float ADD is not associative); column [1, 2, 3, 4] gives 10 either way (expected values: "
+          "numerics.alu per op, in the declared order)", [GRP, "reduce", "order", "float32"])
+    b = g.buffer(dt, 8, data=vals)
+    t = T([8], vals, dt).reshape([4, 2])
+    cols = [split_fold("ADD", dt, [t.at([i, j]) for i in range(4)], 2) for j in range(2)]
+    assert cols == [N.raw(dt, "2.0"), N.raw(dt, "10.0")]
+    g.output("split2", g.reduce(g.reshape(b, [4, 2]), "ADD", 1, {"split": 2}), [2], cols)
+    C.add(GRP, "columns_declared_split_float32", g)
+
+    # int32 [2,2] @ [2,10]: 10 columns are not a multiple of the CPU register tile's widths (16 or 8 int32),
+    # so cpu_tile must leave the matmul to cpu_interchange; a tile of another width would have to cover all
+    # 10 columns with its 8-lane vectors. Expected values: tensor.T's reduce (exact integers, k ascending).
+    dt = "int32"
+    a = [1, -2, 3, 4]
+    bv = list(range(1, 21))
+    g = G("int32 [2,2] @ [2,10]: 2 rows and 10 columns (not a multiple of 8 or 16 int32 lanes, so no CPU register "
+          "tile fits; every column, 8 and 9 included, is a sum of k = 0, 1; expected values: exact integers, "
+          "k ascending)", [GRP, "reduce", "matmul", "int32"])
+    ba = g.buffer(dt, 4, data=a)
+    va = g.permute(g.expand(g.reshape(ba, [2, 2]), [10]), [2, 1, 0])
+    bb = g.buffer(dt, 20, data=bv)
+    vb = g.permute(g.expand(g.reshape(bb, [2, 10]), [2]), [1, 0, 2])
+    ta = T([4], a, dt).reshape([2, 2]).expand([10]).permute([2, 1, 0])
+    tb = T([20], bv, dt).reshape([2, 10]).expand([2]).permute([1, 0, 2])
+    tp = T([2, 2, 10], [N.alu("MUL", dt, x, y) for x, y in zip(ta.data, tb.data)], dt)
+    y = tp.reduce("ADD", 1)
+    assert y.data[:10] == [1 * j - 2 * (10 + j) for j in range(1, 11)]
+    out(g, "y", g.reduce(g.op("MUL", dt, va, vb), "ADD", 1), y)
+    C.add(GRP, "matmul_columns_no_tile_width_int32", g)

@@ -424,4 +424,18 @@ mod tests {
         assert_eq!(a.name(), "CPU:1");
         assert!(std::ptr::addr_eq(Arc::as_ptr(&a), Arc::as_ptr(&b)));
     }
+
+    /// A program of another runtime is refused with the runtime that compiled it named.
+    #[test]
+    fn a_program_of_another_runtime_is_refused_by_name() {
+        let prog = Compiled::new("HIP", vec![], Arc::new(0u8));
+        assert_eq!(prog.runtime(), "HIP");
+        match program_for::<String>(&prog, "k", "CPU:0", |_| true) {
+            Err(Error::Unsupported(msg)) => assert_eq!(
+                msg,
+                "a program compiled by HIP for another device cannot run on CPU:0"
+            ),
+            other => panic!("{:?}", other.map(|_| ())),
+        }
+    }
 }
