@@ -16,7 +16,7 @@ from fractions import Fraction as Q
 
 import numerics as N
 from builder import G, devs
-from tensor import T, concat
+from tensor import T, concat, splitmix64
 
 GRP = "compiler"
 
@@ -43,6 +43,7 @@ def gen(C):
     gen_value_ranges(C)
     gen_fusion(C)
     gen_matmul_tile(C)
+    gen_matmul_k_blocks(C)
     gen_pass_guards(C)
 
 
@@ -545,6 +546,48 @@ def gen_matmul_tile(C):
     tp = T([3, 8, 16], [N.alu("MUL", dt, x, y) for x, y in zip(ta.data, tb.data)], dt)
     out(g, "y", g.reduce(prod, "ADD", 1), tp.reduce("ADD", 1))
     C.add(GRP, "matmul_register_tile", g)
+
+
+def gen_matmul_k_blocks(C):
+    # [50,2112] @ [2112,16] float32: a K*T panel of 2112*16 float32 is over cpu_tile's 128 KiB, so the CPU
+    # target cuts k into two blocks of 1056 (the row panel's 2 x 16 accumulators of each of 5 blocks of 2
+    # rows live in a register between blocks); 50 rows = 5 row panels of 10, so the outer loop has 5
+    # iterations (threads, and the conformance cpu backend's 3-chunk rerun). Inputs are prng integers in
+    # [-30000, 30000] (docs/case-format.md), so products reach 9e8 and sums 1e12: MUL and ADD both round in
+    # float32, and any other fold order than k ascending from +0 shows. Expected values: Python doubles
+    # rounded to float32 after each MUL and ADD (a product of two float32 is exact in a double; a sum of two
+    # is rounded once correctly because 53 >= 2*24 + 1, so the double's rounding is innocuous), k ascending
+    # from +0.
+    import struct
+    dt = "float32"
+    m, k, n = 50, 2112, 16
+    lo, hi = -30000, 30000
+
+    def f32(x):
+        return struct.unpack("<f", struct.pack("<f", x))[0]
+
+    a = splitmix64(61, m * k, lo, hi)
+    b = splitmix64(62, k * n, lo, hi)
+    rows = []
+    for i in range(m):
+        ai = a[i * k:(i + 1) * k]
+        for j in range(n):
+            acc = 0.0
+            for kk in range(k):
+                acc = f32(acc + f32(float(ai[kk]) * float(b[kk * n + j])))
+            rows.append(struct.unpack("<I", struct.pack("<f", acc))[0])
+    g = G("float32 [50,2112] @ [2112,16] from prng integers in [-30000, 30000]: the CPU target's cpu_tile cuts "
+          "the [2112,16] panel (over 128 KiB) into two k blocks of 1056 and keeps each row panel's accumulators "
+          "in a register between them; 5 row panels of 10 rows (blocks of 2); every MUL and ADD rounds "
+          "(expected values: Python doubles rounded to float32 after each op, k ascending from +0)",
+          [GRP, "reduce", "matmul", "float32"])
+    ba = g.buffer(dt, m * k, init={"prng": {"hi": hi, "lo": lo, "seed": 61}})
+    va = g.permute(g.expand(g.reshape(ba, [m, k]), [n]), [2, 1, 0])
+    bb = g.buffer(dt, k * n, init={"prng": {"hi": hi, "lo": lo, "seed": 62}})
+    vb = g.permute(g.expand(g.reshape(bb, [k, n]), [m]), [1, 0, 2])
+    prod = g.op("MUL", dt, va, vb)
+    out(g, "y", g.reduce(prod, "ADD", 1), T([m, n], rows, dt))
+    C.add(GRP, "matmul_register_tile_k_blocks", g)
 
 
 # -- the guards of the CPU loop passes: shapes and orders a pass must leave alone ------------------------
