@@ -581,9 +581,9 @@ def gen_matmul_k_blocks(C):
           "in a register between them; 5 row panels of 10 rows (blocks of 2); every MUL and ADD rounds "
           "(expected values: Python doubles rounded to float32 after each op, k ascending from +0)",
           [GRP, "reduce", "matmul", "float32"])
-    ba = g.buffer(dt, m * k, init={"prng": {"hi": hi, "lo": lo, "seed": 61}})
+    ba = g.buffer(dt, m * k, init={"prng": {"seed": 61, "lo": lo, "hi": hi}})
     va = g.permute(g.expand(g.reshape(ba, [m, k]), [n]), [2, 1, 0])
-    bb = g.buffer(dt, k * n, init={"prng": {"hi": hi, "lo": lo, "seed": 62}})
+    bb = g.buffer(dt, k * n, init={"prng": {"seed": 62, "lo": lo, "hi": hi}})
     vb = g.permute(g.expand(g.reshape(bb, [k, n]), [m]), [1, 0, 2])
     prod = g.op("MUL", dt, va, vb)
     out(g, "y", g.reduce(prod, "ADD", 1), T([m, n], rows, dt))
