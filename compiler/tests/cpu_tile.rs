@@ -439,7 +439,8 @@ fn print_the_c_of_the_1024_matmul() {
 /// and runs on CPU:0 (6.9·10^10 float operations in the kernel); 256
 /// of its 2^24 outputs (the four corners and a seeded spread) are bit for bit the plain
 /// sequential loop's, computed independently here. Inputs are dyadic numbers in ±[0, 64)
-/// with 10 fraction bits, so the products are exact and every sum rounds: an order other
+/// with 10 fraction bits: products and sums round in float32 (the plain loop rounds them the same
+/// way, -ffp-contract=off on the C side), and an order other
 /// than k ascending from +0 shows.
 #[test]
 fn matmul_4096_compiles_runs_and_matches_the_plain_loop_where_sampled() {

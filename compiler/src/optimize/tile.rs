@@ -98,8 +98,8 @@ pub const ROW_BLOCKS: [i128; 3] = [4, 3, 2];
 /// The most row blocks one panel of B is reused for (R; MB = B·R rows).
 pub const MAX_BLOCKS_PER_PANEL: i128 = 16;
 
-/// The largest packed panel (K·T elements) the rule builds, in bytes (a local array of
-/// each thread's stack).
+/// The largest packed panel (K·T elements, or KB·T in a k-blocked nest) the rule builds, in
+/// bytes (a local array of each thread's stack).
 pub const MAX_PANEL_BYTES: i128 = 128 * 1024;
 
 /// The shortest k block a panel over [`MAX_PANEL_BYTES`] is cut into (a K with no divisor

@@ -1,6 +1,6 @@
 /* uopkit bench: STREAM-like bandwidth probes and peak arithmetic probes.
  * Compiled by the kernel runtime's C compiler (same compiler, same flags as the kernels:
- * -O2 -march=native -ffp-contract=off), so a mul+add here is two instructions, as in a
+ * -O2 -march=native -ffp-contract=off, and -mno-red-zone on x86-64), so a mul+add here is two instructions, as in a
  * kernel, and the FMA probe asks for FMA explicitly. Threads: pthreads; thread 0 is the
  * caller. Every probe splits its range into contiguous blocks, one per thread. */
 #include <pthread.h>
