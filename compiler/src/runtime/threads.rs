@@ -84,10 +84,9 @@ thread_local! {
 
 /// Runs `f` with every launch that `f` makes from this thread and that has a parallel loop
 /// split into `n` chunks (at most the loop's extent), each on its own thread, whatever the
-/// loop's size and the thread setting. The conformance kit's `cpu` backend runs small cases
-/// this way too, so the corpus exercises the threaded entry (`par_k_*`), which the work
-/// threshold keeps its small kernels off. The previous setting is back when `f` returns or
-/// unwinds.
+/// loop's size and the thread setting, so that small kernels, which the work threshold keeps
+/// on one thread, can be run through the threaded entry (`par_k_*`) too. The previous setting
+/// is back when `f` returns or unwinds.
 pub fn with_forced_chunks<R>(n: usize, f: impl FnOnce() -> R) -> R {
     struct Restore(Option<usize>);
     impl Drop for Restore {

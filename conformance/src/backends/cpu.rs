@@ -3,13 +3,6 @@
 //! worker process (`crate::worker`) unless asked for in-process mode (debugging), where the
 //! runtime still saves and restores the FP control state around every load and launch.
 //!
-//! A schedule with a parallel loop (`cpu_threads`) runs twice: as every launch runs it (the
-//! corpus's cases are small, so one thread, through the whole-loop entry), and again with
-//! every parallel loop split into [`CHUNKS`] chunks on their own threads
-//! (`runtime::threads::with_forced_chunks`, the `par_k_*` entries a large case takes). The
-//! two must give the same bits, or the trial fails naming the output and element; so a
-//! wrong disjointness or register-privacy proof shows on the corpus's small cases.
-//!
 //! At the kernel level ([`Backend::run_schedule`], a `run_schedule` request) it takes
 //! uopkit's kernel programs as they are: rendered as one C unit, compiled, and run step by
 //! step on `CPU:0` (the kernel fuzzer's C variant, `crate::kfuzz`).
@@ -18,11 +11,8 @@ use std::collections::BTreeMap;
 
 use uopkit_compiler::exec;
 use uopkit_compiler::render::c_unit;
-use uopkit_compiler::render::par::parallel_loop;
-use uopkit_compiler::runtime::threads::with_forced_chunks;
 use uopkit_compiler::runtime::{Buffer, CpuDevice};
-use uopkit_compiler::schedule::{self, Schedule};
-use uopkit_interp::eval::{Elem, Value};
+use uopkit_interp::eval::Elem;
 
 use super::{schedule_facts, Backend, BackendError, Job, Ran};
 use crate::case::KernelBody;
@@ -30,45 +20,6 @@ use crate::kernel_case::{self, Step};
 use crate::protocol::{bits_of, BufferBits, ScheduleRequest, StepJson};
 
 pub struct Cpu;
-
-/// The chunks the second run splits every parallel loop into (uneven for most extents).
-pub const CHUNKS: usize = 3;
-
-/// Whether a kernel of `sched` has a parallel loop.
-fn has_parallel_loop(sched: &Schedule) -> bool {
-    sched.steps.iter().any(|st| match st {
-        schedule::Step::Kernel { program, .. } => parallel_loop(program).is_some(),
-        schedule::Step::Copy { .. } => false,
-    })
-}
-
-/// The first element where the chunked run's outputs differ from the whole-loop run's:
-/// (output index, element index, whole, chunked), elements as text.
-fn first_difference(
-    whole: &[Option<Value>],
-    chunked: &[Option<Value>],
-) -> Option<(usize, usize, String, String)> {
-    for (o, (w, c)) in whole.iter().zip(chunked).enumerate() {
-        match (w, c) {
-            (Some(w), Some(c)) if w != c => {
-                let flat = |v: &Value| -> Vec<Elem> {
-                    v.data.components().iter().flatten().copied().collect()
-                };
-                let (we, ce) = (flat(w), flat(c));
-                let (i, a, b) = match we.iter().zip(&ce).position(|(a, b)| a != b) {
-                    Some(i) => (i, format!("{:?}", we[i]), format!("{:?}", ce[i])),
-                    None => (0, format!("{w:?}"), format!("{c:?}")),
-                };
-                return Some((o, i, a, b));
-            }
-            (Some(_), None) | (None, Some(_)) => {
-                return Some((o, 0, format!("{w:?}"), format!("{c:?}")));
-            }
-            _ => {}
-        }
-    }
-    None
-}
 
 impl Backend for Cpu {
     fn name(&self) -> &str {
@@ -81,26 +32,13 @@ impl Backend for Cpu {
 
     fn run(&self, job: &Job) -> Result<Ran, BackendError> {
         let sched = super::schedule_job(job)?;
-        let fail = |e| {
+        let outputs = exec::run(&sched, job.inputs).map_err(|e| {
             BackendError::Failed(format!(
                 "{}\nschedule:\n{}",
                 job.exec_error(e),
                 job.schedule_text(&sched)
             ))
-        };
-        let outputs = exec::run(&sched, job.inputs).map_err(fail)?;
-        if has_parallel_loop(&sched) {
-            let chunked =
-                with_forced_chunks(CHUNKS, || exec::run(&sched, job.inputs)).map_err(fail)?;
-            if let Some((o, i, whole, split)) = first_difference(&outputs, &chunked) {
-                return Err(BackendError::Failed(format!(
-                    "the parallel loops run in {CHUNKS} chunks on threads give other bits than \
-                     one thread: output {o}, element {i}: one thread {whole}, chunks {split}\n\
-                     schedule:\n{}",
-                    job.schedule_text(&sched)
-                )));
-            }
-        }
+        })?;
         Ok(Ran {
             outputs,
             facts: Some(schedule_facts(&sched, job)),
@@ -202,30 +140,4 @@ fn run_kernels(req: &ScheduleRequest) -> Result<Vec<BufferBits>, BackendError> {
             })
         })
         .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use uopkit_interp::eval::Data;
-    use uopkit_interp::ir::DType;
-
-    fn value(bits: &[u64]) -> Option<Value> {
-        Some(Value {
-            dtype: DType::Int32,
-            shape: vec![bits.len()],
-            data: Data::Single(bits.iter().map(|&b| Elem::Bits(b)).collect()),
-        })
-    }
-
-    #[test]
-    fn the_first_differing_output_and_element_is_named() {
-        let whole = vec![value(&[1, 2, 3]), value(&[4, 5, 6])];
-        assert_eq!(first_difference(&whole, &whole.clone()), None);
-        let chunked = vec![value(&[1, 2, 3]), value(&[4, 9, 7])];
-        let (o, i, a, b) = first_difference(&whole, &chunked).expect("a difference");
-        assert_eq!((o, i), (1, 1));
-        assert!(a.contains('5') && b.contains('9'), "{a} / {b}");
-        assert!(first_difference(&whole, &[value(&[1, 2, 3]), None]).is_some());
-    }
 }

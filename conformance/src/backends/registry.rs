@@ -78,7 +78,7 @@ impl Registry {
         );
         r.register(
             "cpu",
-            "the compiler's C code on CPU devices (system C compiler), against the oracle; a schedule with parallel loops runs again with each split in 3 chunks on threads, which must give the same bits",
+            "the compiler's C code on CPU devices (system C compiler), against the oracle",
             true,
             || {
                 // An environment problem (no C compiler) is reported once, before any trial.
