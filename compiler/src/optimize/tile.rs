@@ -381,34 +381,19 @@ fn register_tile(g: &mut Graph, _c: &Captures, id: NodeId) -> Option<NodeId> {
     let lane = range(g, vw, ax(3), 7);
     let pview = after(g, pbuf, &[packed]);
     let a1 = after(g, acc, &[init, k, lane]);
-    let kt = affine(g, Some(k), t, None);
-    let mut upds = vec![];
-    for row in 0..b {
-        let ipos = plus(g, i0, row);
-        for h in 0..t / vw {
-            let col = plus(g, lane, h * vw);
-            let jpos = alu(g, Op::ADD, DType::Int64, vec![j0, col]);
-            let paddr = alu(g, Op::ADD, DType::Int64, vec![kt, col]);
-            let pat = alu(g, Op::INDEX, ldt, vec![pview, paddr]);
-            let pval = alu(g, Op::LOAD, ldt, vec![pat]);
-            let xq = substitute(g, x, &BTreeMap::from([(l, pval), (i, ipos), (j, jpos)]));
-            let slot = plus(g, lane, row * t + h * vw);
-            let cur = alu(g, Op::INDEX, dt, vec![a1, slot]);
-            let old = alu(g, Op::LOAD, dt, vec![cur]);
-            let next = alu(g, op, dt, vec![old, xq]);
-            upds.push(add(
-                g,
-                Op::STORE,
-                DType::Void,
-                vec![cur, next],
-                KArg::None,
-                0,
-            ));
-        }
-    }
-    let group = add(g, Op::GROUP, DType::Void, upds, KArg::None, 0);
-    let e = add(g, Op::END, DType::Void, vec![group, lane], KArg::None, 0);
-    let folded = add(g, Op::END, DType::Void, vec![e, k], KArg::None, 0);
+    let fold = Fold {
+        x,
+        l,
+        i,
+        j,
+        op,
+        dt,
+        ldt,
+        vw,
+        b,
+        t,
+    };
+    let folded = fold.build(g, pview, a1, (i0, j0), lane, (k, None));
 
     // for r < B: for l < T: STORE(at, v(acc[r·T + l])) at row i₀ + r, column jo·T + l.
     let rr = range(g, b, ax(3), 8);
@@ -427,6 +412,78 @@ fn register_tile(g: &mut Graph, _c: &Captures, id: NodeId) -> Option<NodeId> {
     }
     out = add(g, Op::END, DType::Void, vec![out, jo], KArg::None, 0);
     Some(add(g, Op::END, DType::Void, vec![out, ib], KArg::None, 0))
+}
+
+/// The fold of one row block: for l < V, one update per row r < B and vector h < T/V,
+/// `acc[r·T + h·V + l] ⊕= x[L := panel[k·T + h·V + l], i := i₀ + r, j := j₀ + h·V + l]`,
+/// inside the k loop `kl` (with `k := kv` substituted in x where the loop is a k block's).
+struct Fold {
+    x: NodeId,
+    l: NodeId,
+    i: NodeId,
+    j: NodeId,
+    op: Op,
+    dt: DType,
+    ldt: DType,
+    vw: i128,
+    b: i128,
+    t: i128,
+}
+
+impl Fold {
+    /// The END of the k loop around the updates.
+    fn build(
+        &self,
+        g: &mut Graph,
+        pview: NodeId,
+        acc: NodeId,
+        (i0, j0): (NodeId, NodeId),
+        lane: NodeId,
+        (kl, kv): (NodeId, Option<(NodeId, NodeId)>),
+    ) -> NodeId {
+        let Fold {
+            x,
+            l,
+            i,
+            j,
+            op,
+            dt,
+            ldt,
+            vw,
+            b,
+            t,
+        } = *self;
+        let kt = affine(g, Some(kl), t, None);
+        let mut upds = vec![];
+        for row in 0..b {
+            let ipos = plus(g, i0, row);
+            for h in 0..t / vw {
+                let col = plus(g, lane, h * vw);
+                let jpos = alu(g, Op::ADD, DType::Int64, vec![j0, col]);
+                let paddr = alu(g, Op::ADD, DType::Int64, vec![kt, col]);
+                let pat = alu(g, Op::INDEX, ldt, vec![pview, paddr]);
+                let pval = alu(g, Op::LOAD, ldt, vec![pat]);
+                let mut subs = BTreeMap::from([(l, pval), (i, ipos), (j, jpos)]);
+                subs.extend(kv);
+                let xq = substitute(g, x, &subs);
+                let slot = plus(g, lane, row * t + h * vw);
+                let cur = alu(g, Op::INDEX, dt, vec![acc, slot]);
+                let old = alu(g, Op::LOAD, dt, vec![cur]);
+                let next = alu(g, op, dt, vec![old, xq]);
+                upds.push(add(
+                    g,
+                    Op::STORE,
+                    DType::Void,
+                    vec![cur, next],
+                    KArg::None,
+                    0,
+                ));
+            }
+        }
+        let group = add(g, Op::GROUP, DType::Void, upds, KArg::None, 0);
+        let e = add(g, Op::END, DType::Void, vec![group, lane], KArg::None, 0);
+        add(g, Op::END, DType::Void, vec![e, kl], KArg::None, 0)
+    }
 }
 
 /// The k block of a panel of `row_bytes` per k (T elements): K itself when the K·T panel
@@ -605,39 +662,20 @@ fn k_blocked(
     let lane = range(g, vw, ax(3), 7);
     let pview = after(g, pbuf, &[packed]);
     let a1 = after(g, acc, &[cin, kin, lane]);
-    let kt = affine(g, Some(kin), t, None);
     let kfull = alu(g, Op::ADD, DType::Int64, vec![kbk, kin]);
-    let mut upds = vec![];
-    for row in 0..b {
-        let ipos = plus(g, i0, row);
-        for h in 0..t / vw {
-            let col = plus(g, lane, h * vw);
-            let jpos = alu(g, Op::ADD, DType::Int64, vec![j0, col]);
-            let paddr = alu(g, Op::ADD, DType::Int64, vec![kt, col]);
-            let pat = alu(g, Op::INDEX, ldt, vec![pview, paddr]);
-            let pval = alu(g, Op::LOAD, ldt, vec![pat]);
-            let xq = substitute(
-                g,
-                x,
-                &BTreeMap::from([(l, pval), (i, ipos), (j, jpos), (k, kfull)]),
-            );
-            let slot = plus(g, lane, row * t + h * vw);
-            let cur = alu(g, Op::INDEX, dt, vec![a1, slot]);
-            let old = alu(g, Op::LOAD, dt, vec![cur]);
-            let next = alu(g, op, dt, vec![old, xq]);
-            upds.push(add(
-                g,
-                Op::STORE,
-                DType::Void,
-                vec![cur, next],
-                KArg::None,
-                0,
-            ));
-        }
-    }
-    let group = add(g, Op::GROUP, DType::Void, upds, KArg::None, 0);
-    let e = add(g, Op::END, DType::Void, vec![group, lane], KArg::None, 0);
-    let folded = add(g, Op::END, DType::Void, vec![e, kin], KArg::None, 0);
+    let fold = Fold {
+        x,
+        l,
+        i,
+        j,
+        op,
+        dt,
+        ldt,
+        vw,
+        b,
+        t,
+    };
+    let folded = fold.build(g, pview, a1, (i0, j0), lane, (kin, Some((k, kfull))));
 
     let q2 = range(g, bt, ax(3), 13);
     let a2 = after(g, acc, &[folded]);
