@@ -253,6 +253,22 @@ def gen_view_stores(C):
     g.sched(copies=1, writes=[d], copy_pairs=[["CPU:1", "CPU:0"]])
     C.add(GRP, "store_computed_into_2d_window_cross_device", g)
 
+    # A value with no device (computed from constants only) ordered after a STORE: AFTER(EXPAND(CONST 5),
+    # STORE(x, x+10)) has no device either, so the scheduler realizes it on the device that reads it (CPU:1,
+    # not the CPU:0 a device-less value defaults to), after running the STORE it waits for; the AFTER itself is
+    # not storage, so its source is what gets realized there.
+    g = G("a device-less value ordered after a store: v = AFTER(EXPAND(CONST 5, [4]), STORE(x, x+10)) for int32 "
+          "x = [1,2,3,4] on CPU:1, read there next to AFTER(x, STORE): v + x' = 5 + [11,12,13,14] = [16,17,18,19], "
+          "and v * x' = [55,60,65,70]; hand-derived", [GRP, "store", "after", "device"])
+    x = g.buffer("int32", 4, device="CPU:1", data=[1, 2, 3, 4])
+    st = g.store(x, g.op("ADD", "int32", x, g.expand(g.const("int32", 10), [4])))
+    v = g.after(g.expand(g.const("int32", 5), [4]), st)
+    xa = g.after(x, st)
+    out(g, "sum", g.op("ADD", "int32", v, xa), T([4], [16, 17, 18, 19], "int32"))
+    out(g, "product", g.op("MUL", "int32", v, xa), T([4], [55, 60, 65, 70], "int32"))
+    g.sched(writes=[x])
+    C.add(GRP, "deviceless_value_after_store", g)
+
 
 # -- op x dtype pairs --------------------------------------------------------------------------------
 def gen_op_dtype(C):
@@ -452,6 +468,18 @@ def gen_value_ranges(C):
     out(g, "mul3_div3", g.op("CDIV", "uint8", g.op("MUL", "uint8", by, k3), k3),
         T([n], [N.alu("CDIV", "uint8", N.alu("MUL", "uint8", y, 3), 3) for y in ys], "uint8"))
     C.add(GRP, "value_range_rules_uint8_product", g)
+
+    # WHERE with a constant condition: a simplifier may keep the chosen branch only if the other one, which it
+    # drops, can have no UB; here the chosen branch is the constant and the dropped one is the loaded x (a LOAD
+    # counts as possibly UB), so the WHERE stays, while a rule that reads the condition the wrong way round would
+    # keep x and drop the constant.
+    g = G("WHERE with a constant condition between a constant and a loaded int32 x = [1,2,3,4]: WHERE(true, 3, x) "
+          "= [3,3,3,3] and WHERE(false, x, 7) = [7,7,7,7]; hand-derived", [GRP, "alu", "where", "int32"])
+    bx = g.buffer("int32", 4, data=[1, 2, 3, 4])
+    b4 = lambda dt, v: g.expand(g.const(dt, v), [4])  # noqa: E731
+    out(g, "true_takes_const", g.op("WHERE", "int32", b4("bool", 1), b4("int32", 3), bx), T([4], [3] * 4, "int32"))
+    out(g, "false_takes_const", g.op("WHERE", "int32", b4("bool", 0), bx, b4("int32", 7)), T([4], [7] * 4, "int32"))
+    C.add(GRP, "where_constant_condition", g)
 
 
 # -- fusion: kernel counts tinygrad 0.14's scheduler also chooses (GlobalCounters.kernel_count) -------------

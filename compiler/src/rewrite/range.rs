@@ -649,6 +649,18 @@ mod tests {
         let x = bin(&mut g, Op::SUB, i, k);
         let ovf = bin(&mut g, Op::CDIV, x, m1); // x is never INT_MIN
         assert!(ub_free(&g, ovf));
+        // INT_MIN / -1 overflows: a dividend that can be INT_MIN makes it possibly UB (one
+        // above INT_MIN does not), in each signed width.
+        for dt in [DType::Int8, DType::Int32, DType::Int64] {
+            let min = -(1i128 << (dt.bits() - 1));
+            let m1 = c(&mut g, dt, -1);
+            let at_min = c(&mut g, dt, min);
+            let above = c(&mut g, dt, min + 1);
+            let q = bin(&mut g, Op::CDIV, at_min, m1);
+            assert!(!ub_free(&g, q), "{dt:?}: INT_MIN / -1");
+            let q = bin(&mut g, Op::CDIV, above, m1);
+            assert!(ub_free(&g, q), "{dt:?}: (INT_MIN + 1) / -1");
+        }
         let s = bin(&mut g, Op::SHL, i, i); // count 0..9 < 64
         assert!(ub_free(&g, s));
         let big = c(&mut g, DType::Int64, 64);

@@ -464,3 +464,25 @@ pub fn plan(
         outputs: out_views,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// CUDA and HIP devices always get GPU kernels (their runtimes launch grids); a CPU
+    /// device gets the target the options ask for (the gpusim trials ask for GPU kernels).
+    #[test]
+    fn each_device_gets_its_target() {
+        for target in [Target::Cpu, Target::Gpu] {
+            let opts = ScheduleOpts {
+                target,
+                ..ScheduleOpts::default()
+            };
+            for d in ["CUDA:0", "HIP:1"] {
+                let dev: Device = d.parse().expect("a device name");
+                assert_eq!(opts.target_for(dev), Target::Gpu, "{d} with {target:?}");
+            }
+            assert_eq!(opts.target_for(Device::cpu(1)), target);
+        }
+    }
+}
