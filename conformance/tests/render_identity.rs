@@ -6,6 +6,7 @@
 //! programs rendered as CUDA and HIP have no `#error` line (nothing the corpus needs is
 //! outside those dialects; they are not compiled here: no nvcc/hipcc/NVRTC on this machine).
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -126,18 +127,35 @@ fn c_text_is_unchanged_on_every_corpus_case() {
         return;
     }
     let want = std::fs::read_to_string(&path).expect("fixtures/c_render_hashes.txt exists");
-    let diff: Vec<String> = want
-        .lines()
-        .zip(got.lines())
-        .filter(|(a, b)| a != b)
-        .map(|(a, b)| format!("want {a}\n got {b}"))
-        .collect();
+    // Lines are "case: ...", one per case in corpus order: compare them by case name, so a new
+    // or removed case shows as itself rather than shifting every later line.
+    let by_name = |text: &str| -> BTreeMap<String, String> {
+        text.lines()
+            .map(|l| match l.split_once(": ") {
+                Some((k, v)) => (k.to_string(), v.to_string()),
+                None => (l.to_string(), String::new()),
+            })
+            .collect()
+    };
+    let (want, got) = (by_name(&want), by_name(&got));
+    let mut diff = vec![];
+    for (name, w) in &want {
+        match got.get(name) {
+            None => diff.push(format!("removed {name}: {w}")),
+            Some(g) if g != w => diff.push(format!("changed {name}:\n  want {w}\n   got {g}")),
+            Some(_) => {}
+        }
+    }
+    for (name, g) in &got {
+        if !want.contains_key(name) {
+            diff.push(format!("new {name}: {g}"));
+        }
+    }
     assert!(
-        diff.is_empty() && want.lines().count() == got.lines().count(),
-        "{} case(s) differ ({} lines pinned, {} now):\n{}",
+        diff.is_empty(),
+        "{} case(s) differ from tests/fixtures/c_render_hashes.txt (re-bless with UOPKIT_BLESS=1 \
+         once the C change is intended):\n{}",
         diff.len(),
-        want.lines().count(),
-        got.lines().count(),
         diff.join("\n")
     );
 }
