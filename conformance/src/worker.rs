@@ -24,7 +24,9 @@ use crate::backend::schedule_opts_with;
 use crate::backends::{panic_message, Backend, BackendError, Job};
 use crate::case::{Case, Compare, NanPolicy, Output, FORMAT};
 use crate::load;
-use crate::protocol::{self, Answer, Hello, Level, OutputBits, Request, ResultAnswer, RunRequest};
+use crate::protocol::{
+    self, Answer, Hello, Level, OutputBits, Request, ResultAnswer, RunRequest, VariantBits,
+};
 
 /// The environment variable that turns a harness binary into a worker for the named backend.
 pub const WORKER_ENV: &str = "UOPKIT_WORKER_BACKEND";
@@ -71,6 +73,7 @@ pub fn serve(backend: &dyn Backend) -> i32 {
                         outputs: None,
                         buffers: Some(buffers),
                         schedule: None,
+                        variants: vec![],
                     })
                 }));
                 answer_of(backend, req.id, result, start_fp)
@@ -205,19 +208,37 @@ fn run_request(backend: &dyn Backend, req: &RunRequest) -> Result<ResultAnswer, 
         return Err(BackendError::Unsupported(why));
     }
     let ran = backend.run(&job)?;
-    let outs = req
-        .outputs
+    let bits = |values: &[Option<uopkit_interp::eval::Value>]| -> Vec<OutputBits> {
+        req.outputs
+            .iter()
+            .zip(values)
+            .map(|(spec, v)| OutputBits {
+                name: spec.name.clone(),
+                components: v.as_ref().map(protocol::value_bits).unwrap_or_default(),
+            })
+            .collect()
+    };
+    let variants = ran
+        .variants
         .iter()
-        .zip(&ran.outputs)
-        .map(|(spec, v)| OutputBits {
-            name: spec.name.clone(),
-            components: v.as_ref().map(protocol::value_bits).unwrap_or_default(),
+        .map(|v| match &v.outputs {
+            Ok(values) => VariantBits {
+                label: v.label.clone(),
+                outputs: Some(bits(values)),
+                error: None,
+            },
+            Err(e) => VariantBits {
+                label: v.label.clone(),
+                outputs: None,
+                error: Some(e.clone()),
+            },
         })
         .collect();
     Ok(ResultAnswer {
         id: req.id,
-        outputs: Some(outs),
+        outputs: Some(bits(&ran.outputs)),
         buffers: None,
         schedule: ran.facts,
+        variants,
     })
 }

@@ -3,6 +3,14 @@
 //! worker process (`crate::worker`) unless asked for in-process mode (debugging), where the
 //! runtime still saves and restores the FP control state around every load and launch.
 //!
+//! A schedule with a parallel loop (`cpu_threads`) also runs a second time with every
+//! parallel loop split into [`CHUNKS`] chunks on their own threads
+//! (`runtime::threads::with_forced_chunks`, the `par_k_*` entries a large case takes; the
+//! corpus's cases are small, so their first run is one thread through the whole-loop entry).
+//! That run is reported as a variant ([`Ran::variants`]): the harness compares it with the
+//! oracle after the first run's outputs, so a wrong disjointness or register-privacy proof
+//! shows on small cases, and a run that already differs from the oracle is judged by that.
+//!
 //! At the kernel level ([`Backend::run_schedule`], a `run_schedule` request) it takes
 //! uopkit's kernel programs as they are: rendered as one C unit, compiled, and run step by
 //! step on `CPU:0` (the kernel fuzzer's C variant, `crate::kfuzz`).
@@ -11,15 +19,29 @@ use std::collections::BTreeMap;
 
 use uopkit_compiler::exec;
 use uopkit_compiler::render::c_unit;
+use uopkit_compiler::render::par::parallel_loop;
+use uopkit_compiler::runtime::threads::with_forced_chunks;
 use uopkit_compiler::runtime::{Buffer, CpuDevice};
+use uopkit_compiler::schedule::{self, Schedule};
 use uopkit_interp::eval::Elem;
 
-use super::{schedule_facts, Backend, BackendError, Job, Ran};
+use super::{schedule_facts, Backend, BackendError, Job, Ran, Variant};
 use crate::case::KernelBody;
 use crate::kernel_case::{self, Step};
 use crate::protocol::{bits_of, BufferBits, ScheduleRequest, StepJson};
 
 pub struct Cpu;
+
+/// The chunks the variant run splits every parallel loop into (uneven for most extents).
+pub const CHUNKS: usize = 3;
+
+/// Whether a kernel of `sched` has a parallel loop.
+fn has_parallel_loop(sched: &Schedule) -> bool {
+    sched.steps.iter().any(|st| match st {
+        schedule::Step::Kernel { program, .. } => parallel_loop(program).is_some(),
+        schedule::Step::Copy { .. } => false,
+    })
+}
 
 impl Backend for Cpu {
     fn name(&self) -> &str {
@@ -39,10 +61,19 @@ impl Backend for Cpu {
                 job.schedule_text(&sched)
             ))
         })?;
+        let mut variants = vec![];
+        if has_parallel_loop(&sched) {
+            let chunked = with_forced_chunks(CHUNKS, || exec::run(&sched, job.inputs));
+            variants.push(Variant {
+                label: format!("parallel loops in {CHUNKS} chunks on threads"),
+                outputs: chunked.map_err(|e| job.exec_error(e).to_string()),
+            });
+        }
         Ok(Ran {
             outputs,
             facts: Some(schedule_facts(&sched, job)),
             schedule: Some(sched),
+            variants,
         })
     }
 

@@ -245,6 +245,7 @@ impl Backend for GpuRun {
             outputs,
             facts: Some(facts),
             schedule: Some(sched),
+            variants: vec![],
         })
     }
 }
@@ -297,6 +298,7 @@ impl Backend for GpuCompile {
             outputs: vec![],
             facts: None,
             schedule: Some(sched),
+            variants: vec![],
         })
     }
 }

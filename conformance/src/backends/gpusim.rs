@@ -56,6 +56,7 @@ impl Backend for GpuSim {
             outputs,
             facts: Some(schedule_facts(&sched, job)),
             schedule: Some(sched),
+            variants: vec![],
         })
     }
 }

@@ -29,6 +29,7 @@ impl Backend for Kernels {
             outputs: trace.outputs,
             facts: Some(schedule_facts(&sched, job)),
             schedule: Some(sched),
+            variants: vec![],
         })
     }
 }

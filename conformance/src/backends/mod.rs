@@ -105,6 +105,16 @@ pub struct Ran {
     pub facts: Option<Facts>,
     /// uopkit's schedule, when the backend ran one (for failure reports and snapshots).
     pub schedule: Option<Schedule>,
+    /// Other runs of the same case the backend also made (`protocol::VariantBits`): the
+    /// harness compares each with the oracle after `outputs`.
+    pub variants: Vec<Variant>,
+}
+
+/// One more run of a case: what was different about it, and its outputs or why it failed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Variant {
+    pub label: String,
+    pub outputs: Result<Vec<Option<Value>>, String>,
 }
 
 /// Why a backend did not produce outputs.

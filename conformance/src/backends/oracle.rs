@@ -32,6 +32,7 @@ impl Backend for Oracle {
             outputs,
             facts: None,
             schedule: None,
+            variants: vec![],
         })
     }
 }

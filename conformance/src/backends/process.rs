@@ -17,7 +17,7 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::{Accepts, Backend, BackendError, Job, Ran};
+use super::{Accepts, Backend, BackendError, Job, Ran, Variant};
 use crate::protocol::{self, Answer, Hello, Level, Options, Request, ResultAnswer};
 
 /// Limits every child runs under.
@@ -453,10 +453,25 @@ impl Backend for ProcessBackend {
                     }
                     f
                 });
+                // A variant's bits that do not decode are that run's failure, not the trial's:
+                // the main outputs are judged first either way.
+                let variants = r
+                    .variants
+                    .into_iter()
+                    .map(|v| Variant {
+                        outputs: match (v.error, v.outputs) {
+                            (Some(e), _) => Err(e),
+                            (None, Some(outs)) => protocol::output_values(&req, &outs),
+                            (None, None) => Err("the run has neither outputs nor an error".into()),
+                        },
+                        label: v.label,
+                    })
+                    .collect();
                 Ok(Ran {
                     outputs,
                     facts,
                     schedule: None,
+                    variants,
                 })
             }
             Level::Kernel => {
@@ -476,6 +491,7 @@ impl Backend for ProcessBackend {
                     outputs,
                     facts: Some(super::schedule_facts(&sched, job)),
                     schedule: Some(sched),
+                    variants: vec![],
                 })
             }
         }

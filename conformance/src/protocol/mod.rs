@@ -224,6 +224,26 @@ pub struct ResultAnswer {
     pub buffers: Option<Vec<BufferBits>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schedule: Option<Facts>,
+    /// Graph level, optional: other runs of the same request the backend also made (another
+    /// thread count, another launch shape, …), each compared with the oracle like `outputs`
+    /// and after them, so a difference that only one way of running shows is reported as
+    /// such (docs/backend-protocol.md).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub variants: Vec<VariantBits>,
+}
+
+/// One more run of a graph-level request: its outputs, or why it failed.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct VariantBits {
+    /// What was different about this run, for the report ("parallel loops in 3 chunks").
+    pub label: String,
+    /// One per requested output, in order (absent when `error` is given).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outputs: Option<Vec<OutputBits>>,
+    /// Why this run produced no outputs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
