@@ -68,7 +68,12 @@ fn judge(t: Twist) -> Verdict {
         .join("../corpus")
         .join(format!("{CASE}.json"));
     let case = read_case(&path).expect("case");
-    harness::judge(&case, CASE, &WithVariant(t), &Allowances::strict("with-variant"))
+    harness::judge(
+        &case,
+        CASE,
+        &WithVariant(t),
+        &Allowances::strict("with-variant"),
+    )
 }
 
 #[test]
@@ -79,7 +84,11 @@ fn a_variant_with_the_oracle_s_bits_passes() {
 #[test]
 fn a_variant_that_differs_is_a_mismatch_naming_it() {
     let v = judge(Twist::VariantOff);
-    let Verdict::Fail { kind, message: report } = &v else {
+    let Verdict::Fail {
+        kind,
+        message: report,
+    } = &v
+    else {
         panic!("expected a failure, got {v:?}");
     };
     assert_eq!(*kind, FailKind::Mismatch);
@@ -92,7 +101,11 @@ fn a_variant_that_differs_is_a_mismatch_naming_it() {
 #[test]
 fn a_variant_that_failed_is_a_backend_failure_naming_it() {
     let v = judge(Twist::VariantFails);
-    let Verdict::Fail { kind, message: report } = &v else {
+    let Verdict::Fail {
+        kind,
+        message: report,
+    } = &v
+    else {
         panic!("expected a failure, got {v:?}");
     };
     assert_eq!(*kind, FailKind::Backend);
@@ -105,7 +118,11 @@ fn a_variant_that_failed_is_a_backend_failure_naming_it() {
 #[test]
 fn a_first_run_that_differs_is_judged_by_itself() {
     let v = judge(Twist::FirstOff);
-    let Verdict::Fail { kind, message: report } = &v else {
+    let Verdict::Fail {
+        kind,
+        message: report,
+    } = &v
+    else {
         panic!("expected a failure, got {v:?}");
     };
     assert_eq!(*kind, FailKind::Mismatch);

@@ -37,7 +37,7 @@ use uopkit_interp::ir::{DType, Op};
 use uopkit_interp::kernel::{InstId, KArg, Program};
 use uopkit_interp::scalar::cast::{mask, to_i128};
 
-use super::{gpu, nan, par, KernelSig, Lang, Launch, RenderError, Renderer, Unit};
+use super::{gpu, nan, par, stream, KernelSig, Lang, Launch, RenderError, Renderer, Unit};
 
 /// The prelude of helpers every unit starts with (see `prelude.h`).
 pub const PRELUDE: &str = include_str!("prelude.h");
@@ -308,8 +308,17 @@ fn render_program(d: &CStyle, out: &mut String, p: &Program) {
     } else {
         nan::NanPlan::eager(p)
     };
+    let stream = par.and_then(|pl| Some((pl, stream::stream_store(p, &pl)?)));
     let mut depth = 1usize;
     for (i, inst) in p.insts.iter().enumerate() {
+        // The streaming loop is written whole at its RANGE (body and END included; its body
+        // has no loop, so the depth after it is the depth before).
+        if let Some((pl, s)) = stream.filter(|(pl, s)| (pl.inst..=s.end).contains(&i)) {
+            if i == pl.inst {
+                stream_loop(d, out, p, &pl, &s, &nan, depth);
+            }
+            continue;
+        }
         if inst.op == Op::END {
             depth = depth.saturating_sub(1).max(1);
         }
@@ -317,14 +326,7 @@ fn render_program(d: &CStyle, out: &mut String, p: &Program) {
             Some(_) => par_range(p, i),
             None => render_inst(d, p, i, &nan),
         };
-        let line = match line {
-            Ok(line) => line,
-            Err(msg) => format!(
-                "#error \"uopkit {} renderer: v{i}: {}\"",
-                d.lang,
-                msg.replace('"', "'")
-            ),
-        };
+        let line = or_error_line(d, i, line);
         if line.starts_with('#') {
             out.push_str(&line);
         } else {
@@ -340,15 +342,145 @@ fn render_program(d: &CStyle, out: &mut String, p: &Program) {
 
 /// The parallel loop's `for`: iterations [uk_lo, uk_hi) ∩ [0, extent).
 fn par_range(p: &Program, i: usize) -> Result<String, String> {
+    let (bound, name) = par_range_bounds(p, i)?;
+    Ok(format!(
+        "{bound} for (int64_t {name} = uk_lo; {name} < {name}_hi; {name}++) {{"
+    ))
+}
+
+/// The parallel loop's upper bound `v<i>_hi = min(uk_hi, extent)` as a declaration, and
+/// the loop variable's name.
+fn par_range_bounds(p: &Program, i: usize) -> Result<(String, String), String> {
     let e = p.insts[i]
         .src
         .first()
         .filter(|e| e.index() < i)
         .ok_or("RANGE without an earlier extent")?;
     let (name, e) = (format!("v{i}"), v(*e));
-    Ok(format!(
-        "int64_t {name}_hi = uk_hi < (int64_t){e} ? uk_hi : (int64_t){e}; for (int64_t {name} = uk_lo; {name} < {name}_hi; {name}++) {{"
+    Ok((
+        format!("int64_t {name}_hi = uk_hi < (int64_t){e} ? uk_hi : (int64_t){e};"),
+        name,
     ))
+}
+
+/// Operand `k` (instruction `id`) of instruction `i` as a value: canonicalized here when the
+/// NaN plan says this use reads bits.
+fn operand_value(
+    p: &Program,
+    i: usize,
+    id: InstId,
+    k: usize,
+    nan: &nan::NanPlan,
+) -> Result<String, String> {
+    let canon = nan.canon_at.get(i).and_then(|c| c.get(k)).copied() == Some(true);
+    Ok(match p.inst(id).dtype {
+        DType::Float32 if canon => format!("uk_canon_f32({})", v(id)),
+        DType::Float64 if canon => format!("uk_canon_f64({})", v(id)),
+        _ => v(id),
+    })
+}
+
+/// An instruction's line, or an `#error` line naming it when it cannot be rendered.
+fn or_error_line(d: &CStyle, i: usize, line: Result<String, String>) -> String {
+    match line {
+        Ok(line) => line,
+        Err(msg) => format!(
+            "#error \"uopkit {} renderer: v{i}: {}\"",
+            d.lang,
+            msg.replace('"', "'")
+        ),
+    }
+}
+
+/// The streaming loop (render/stream.rs) at indentation `depth`: blocks of one output line;
+/// a whole line (with `UK_STREAMING` 1) runs the body a constant 16 (or 8) times into
+/// `uk_t` and `uk_stream_put` writes it out; a partial line at a chunk's ends, or every
+/// iteration with `UK_STREAMING` 0 (one block, the whole range), runs the body as the plain
+/// loop does, storing each element. The body is rendered twice, differing in the STORE.
+fn stream_loop(
+    d: &CStyle,
+    out: &mut String,
+    p: &Program,
+    pl: &par::ParLoop,
+    s: &stream::Stream,
+    nan: &nan::NanPlan,
+    depth: usize,
+) {
+    let r = format!("v{}", pl.inst);
+    let st = &p.insts[s.store];
+    let (at, value) = (st.src[0], st.src[1]);
+    let ct = ctype(p.inst(value).dtype);
+    let b = s.block;
+    let ind = |k: usize| " ".repeat(2 * k);
+    let body = |out: &mut String, to_line: bool| {
+        for i in pl.inst + 1..s.end {
+            let line = if i == s.store {
+                operand_value(p, i, value, 1, nan).map(|val| {
+                    if to_line {
+                        format!("uk_t[{r} - uk_b] = {val};")
+                    } else {
+                        format!("*{} = {val};", v(at))
+                    }
+                })
+            } else {
+                render_inst(d, p, i, nan)
+            };
+            let line = or_error_line(d, i, line);
+            if line.starts_with('#') {
+                let _ = writeln!(out, "{line}");
+            } else {
+                let _ = writeln!(out, "{}{line}", ind(depth + 3));
+            }
+        }
+    };
+    let bound = par_range_bounds(p, pl.inst).map(|(hi, _)| hi);
+    let bound = or_error_line(d, pl.inst, bound);
+    let _ = writeln!(out, "{}{bound}", ind(depth));
+    let _ = writeln!(
+        out,
+        "{}for (int64_t uk_b = uk_lo; uk_b < {r}_hi;) {{",
+        ind(depth)
+    );
+    let _ = writeln!(
+        out,
+        "{}int64_t uk_e = UK_STREAMING ? uk_line_end(uk_b, {r}_hi, {b}) : {r}_hi;",
+        ind(depth + 1)
+    );
+    let _ = writeln!(
+        out,
+        "{}if (UK_STREAMING && uk_e - uk_b == {b}) {{",
+        ind(depth + 1)
+    );
+    let _ = writeln!(
+        out,
+        "{}{ct} uk_t[{b}] __attribute__((aligned(64)));",
+        ind(depth + 2)
+    );
+    let _ = writeln!(
+        out,
+        "{}for (int64_t {r} = uk_b; {r} < uk_b + {b}; {r}++) {{",
+        ind(depth + 2)
+    );
+    body(out, true);
+    let _ = writeln!(out, "{}}}", ind(depth + 2));
+    let _ = writeln!(
+        out,
+        "{}uk_stream_put({} + uk_b, uk_t, (int64_t)sizeof uk_t);",
+        ind(depth + 2),
+        v(s.param)
+    );
+    let _ = writeln!(out, "{}}} else {{", ind(depth + 1));
+    let _ = writeln!(
+        out,
+        "{}for (int64_t {r} = uk_b; {r} < uk_e; {r}++) {{",
+        ind(depth + 2)
+    );
+    body(out, false);
+    let _ = writeln!(out, "{}}}", ind(depth + 2));
+    let _ = writeln!(out, "{}}}", ind(depth + 1));
+    let _ = writeln!(out, "{}uk_b = uk_e;", ind(depth + 1));
+    let _ = writeln!(out, "{}}}", ind(depth));
+    let _ = writeln!(out, "{}uk_stream_fence();", ind(depth));
 }
 
 fn render_inst(d: &CStyle, p: &Program, i: usize, nan: &nan::NanPlan) -> Result<String, String> {
@@ -373,16 +505,7 @@ fn render_inst(d: &CStyle, p: &Program, i: usize, nan: &nan::NanPlan) -> Result<
         Ok(id)
     };
     let sdt = |k: usize| -> Result<DType, String> { Ok(p.inst(src(k)?).dtype) };
-    // Operand k as a value: canonicalized here when the NaN plan says this use reads bits.
-    let val = |k: usize| -> Result<String, String> {
-        let id = src(k)?;
-        let canon = nan.canon_at.get(i).and_then(|c| c.get(k)).copied() == Some(true);
-        Ok(match p.inst(id).dtype {
-            DType::Float32 if canon => format!("uk_canon_f32({})", v(id)),
-            DType::Float64 if canon => format!("uk_canon_f64({})", v(id)),
-            _ => v(id),
-        })
-    };
+    let val = |k: usize| -> Result<String, String> { operand_value(p, i, src(k)?, k, nan) };
     let t = ctype(dt);
     Ok(match inst.op {
         Op::PARAM => {

@@ -13,6 +13,7 @@ pub mod c;
 pub mod gpu;
 pub mod nan;
 pub mod par;
+pub mod stream;
 
 use uopkit_interp::ir::Op;
 use uopkit_interp::kernel::{KArg, ParamDecl, Program};

@@ -8,6 +8,36 @@
 #define UK_RESTRICT restrict
 #endif
 
+/* Streaming stores for large elementwise loops (render/stream.rs): a block of values, one
+   64-byte line of the output, written past the caches when it is a whole aligned line and
+   the target has AVX, else copied. UK_STREAMING is 0 in units compiled for aliasing buffers
+   (the loop then stores each element directly, in order). */
+#ifndef UK_STREAMING
+#define UK_STREAMING 1
+#endif
+static inline int64_t uk_line_end(int64_t b, int64_t hi, int64_t n) {
+  int64_t e = (b / n + 1) * n;
+  return e < hi ? e : hi;
+}
+#if defined(__x86_64__) && defined(__AVX__)
+typedef float uk_v8f __attribute__((vector_size(32), may_alias));
+static inline void uk_stream_put(void *dst, const void *src, int64_t bytes) {
+  if (bytes == 64 && ((uintptr_t)dst & 63) == 0) {
+    __builtin_ia32_movntps256((float *)dst, ((const uk_v8f *)src)[0]);
+    __builtin_ia32_movntps256((float *)dst + 8, ((const uk_v8f *)src)[1]);
+  } else {
+    memcpy(dst, src, (size_t)bytes);
+  }
+}
+/* Streaming stores are weakly ordered: fenced before the loop's function returns. */
+static inline void uk_stream_fence(void) { __builtin_ia32_sfence(); }
+#else
+static inline void uk_stream_put(void *dst, const void *src, int64_t bytes) {
+  memcpy(dst, src, (size_t)bytes);
+}
+static inline void uk_stream_fence(void) {}
+#endif
+
 /* Narrow float formats as (exponent bits, mantissa bits, has infinities). */
 #define UK_F16 5, 10, 1
 #define UK_BF16 8, 7, 1

@@ -70,8 +70,9 @@ struct CpuProgram {
     aliasing: Mutex<Option<Box<CpuProgram>>>,
 }
 
-/// The preamble that compiles a unit without `restrict` on kernel params.
-pub const NO_RESTRICT: &str = "#define UK_RESTRICT /* aliasing buffers: no restrict */\n";
+/// The preamble that compiles a unit without `restrict` on kernel params, whose streaming
+/// loops store each element directly (render/stream.rs).
+pub const NO_RESTRICT: &str = "#define UK_RESTRICT /* aliasing buffers: no restrict */\n#define UK_STREAMING 0 /* and stores in iteration order */\n";
 
 impl Drop for CpuProgram {
     /// The last reference unloads the library, running its destructors: guarded too.

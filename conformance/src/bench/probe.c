@@ -21,10 +21,23 @@ struct job {
     float s;
     long lo, hi, iters;
     float out;
+    int nt; /* copy, triad: streaming stores (x86 with AVX), as the kernels' large loops use */
 };
+
+#if defined(__x86_64__) && defined(__AVX__)
+#define PROBE_NT 1
+typedef float v8a __attribute__((vector_size(32)));
+#endif
 
 static void copy_range(struct job *j) {
     long i = j->lo;
+#ifdef PROBE_NT
+    if (j->nt) {
+        for (; i < j->hi && ((unsigned long)(j->a + i) & 31); i++) j->a[i] = j->b[i];
+        for (; i + 8 <= j->hi; i += 8) __builtin_ia32_movntps256(j->a + i, (v8a)*(const v8 *)(j->b + i));
+        __builtin_ia32_sfence();
+    }
+#endif
     for (; i + 8 <= j->hi; i += 8) *(v8 *)(j->a + i) = *(const v8 *)(j->b + i);
     for (; i < j->hi; i++) j->a[i] = j->b[i];
 }
@@ -32,6 +45,14 @@ static void copy_range(struct job *j) {
 static void triad_range(struct job *j) {
     long i = j->lo;
     v8 s = {j->s, j->s, j->s, j->s, j->s, j->s, j->s, j->s};
+#ifdef PROBE_NT
+    if (j->nt) {
+        for (; i < j->hi && ((unsigned long)(j->a + i) & 31); i++) j->a[i] = j->b[i] + j->s * j->c[i];
+        for (; i + 8 <= j->hi; i += 8)
+            __builtin_ia32_movntps256(j->a + i, (v8a)(*(const v8 *)(j->b + i) + s * *(const v8 *)(j->c + i)));
+        __builtin_ia32_sfence();
+    }
+#endif
     for (; i + 8 <= j->hi; i += 8)
         *(v8 *)(j->a + i) = *(const v8 *)(j->b + i) + s * *(const v8 *)(j->c + i);
     for (; i < j->hi; i++) j->a[i] = j->b[i] + j->s * j->c[i];
@@ -154,13 +175,14 @@ static float dispatch(struct job proto, long n, int threads) {
     return ok ? total : -2.0f;
 }
 
-float uopkit_probe_copy(float *dst, const float *src, long n, int threads) {
-    struct job j = {COPY, dst, src, 0, 0, 0, 0, 0, 0};
+/* `nt`: streaming stores where the target has them (else the plain stores). */
+float uopkit_probe_copy(float *dst, const float *src, long n, int threads, int nt) {
+    struct job j = {COPY, dst, src, 0, 0, 0, 0, 0, 0, nt};
     return dispatch(j, n, threads);
 }
 
-float uopkit_probe_triad(float *a, const float *b, const float *c, float s, long n, int threads) {
-    struct job j = {TRIAD, a, b, c, s, 0, 0, 0, 0};
+float uopkit_probe_triad(float *a, const float *b, const float *c, float s, long n, int threads, int nt) {
+    struct job j = {TRIAD, a, b, c, s, 0, 0, 0, 0, nt};
     return dispatch(j, n, threads);
 }
 
