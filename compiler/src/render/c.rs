@@ -902,7 +902,13 @@ mod tests {
         p.push(Op::SPECIAL, DType::Int32, vec![], KArg::None);
         let a = p.push(Op::CONST, DType::Float32, vec![], KArg::Const(0));
         p.push(Op::AND, DType::Float32, vec![a, a], KArg::None);
+        let i = p.push(Op::CONST, DType::Int32, vec![], KArg::Const(1));
+        p.push(Op::FDIV, DType::Int32, vec![i, i], KArg::None);
         let src = render_c(&[p]);
+        assert!(
+            src.contains("#error \"uopkit C renderer: v4: FDIV is not defined on int32\""),
+            "{src}"
+        );
         assert!(
             src.contains("#error \"uopkit C renderer: v0: op SPECIAL"),
             "{src}"
