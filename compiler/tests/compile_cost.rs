@@ -69,7 +69,6 @@ fn reshape_chain_kernel(n: usize) -> Program {
 }
 
 #[test]
-#[ignore = "open (issue 13): lowering a load through a 20k-move view chain still takes > 60 s (index simplification); the scheduler part is fixed"]
 fn a_long_reshape_chain_schedules_as_one_reshape_does() {
     // 20 001 ≡ 1 (mod 5): the chain ends with SHAPES[0], as the one-reshape graph does.
     let long = reshape_chain_kernel(20_001);

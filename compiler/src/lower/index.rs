@@ -6,11 +6,14 @@
 use uopkit_interp::ir::{Arg, DType, Graph, Node, NodeId, Op};
 
 use crate::rewrite::engine::{rewrite_traced, RewriteOpts, RuleSet};
+use crate::rewrite::range::{with_cache, RangeCache};
 use crate::rewrite::trace::RewriteTrace;
 
 #[derive(Default)]
 pub struct IndexGraph {
     pub graph: Graph,
+    /// The ranges of `graph`'s nodes, kept between simplifications (it only grows).
+    ranges: RangeCache,
 }
 
 const I64: DType = DType::Int64;
@@ -253,9 +256,14 @@ impl IndexGraph {
         passes: &[RuleSet],
         mut trace: Option<&mut RewriteTrace>,
     ) -> NodeId {
+        // `ranges` describes `graph` and lives with it in `self`; the rewrites only append
+        // to `graph`.
+        let at: *const Graph = &self.graph;
         passes.iter().fold(n, |n, rules| {
             let opts = RewriteOpts::bottom_up();
-            rewrite_traced(&mut self.graph, &[n], rules, opts, trace.as_deref_mut()).roots[0]
+            with_cache(&mut self.ranges, at, || {
+                rewrite_traced(&mut self.graph, &[n], rules, opts, trace.as_deref_mut()).roots[0]
+            })
         })
     }
 }

@@ -234,8 +234,19 @@ impl Lowerer<'_> {
         idx: &[NodeId],
         valid: Option<NodeId>,
     ) -> (NodeId, Option<NodeId>) {
-        let mut shapes = vec![vec![size]];
+        // RESHAPE of a RESHAPE is the outer RESHAPE of the inner one's source (a reshape's
+        // index map is the row-major flatten of its output shape unflattened to its input
+        // shape, so the middle shape cancels): a chain of N reshapes lowers as one.
+        let mut merged: Vec<&Move> = Vec::with_capacity(chain.len());
         for m in chain {
+            if m.op == Op::RESHAPE && merged.last().is_some_and(|p| p.op == Op::RESHAPE) {
+                merged.pop();
+            }
+            merged.push(m);
+        }
+        let chain = merged;
+        let mut shapes = vec![vec![size]];
+        for m in &chain {
             let next = uopkit_interp::verify::movement_shape(
                 m.op,
                 &m.arg,

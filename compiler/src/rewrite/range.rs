@@ -90,11 +90,85 @@ pub fn ub_free(g: &Graph, id: NodeId) -> bool {
 }
 
 /// Range analysis over one graph, memoized (nodes never change, so a result stays valid for
-/// as long as the graph lives; this borrows it immutably).
+/// as long as the graph lives; this borrows it immutably). Inside [`with_cache`] for the same
+/// graph, it starts from (and on drop returns) the results of earlier analyses of that graph.
 pub struct Ranges<'g> {
     g: &'g Graph,
+    m: Memo,
+}
+
+/// A [`Ranges`]' results; those lent by the active [`RangeCache`] go back to it on drop (a
+/// type apart from `Ranges`, so that its drop does not hold the graph's borrow).
+struct Memo {
     memo: HashMap<NodeId, Option<VRange>>,
     ub_free: HashMap<NodeId, bool>,
+    /// The address of the graph whose active cache lent them.
+    lent_by: Option<usize>,
+}
+
+/// The ranges and UB-freedom of one graph's nodes, kept between the rule applications and
+/// rewrites that analyse it (each rule makes a [`Ranges`]; without a shared memo each would
+/// recompute the ranges of its whole operand expression, which made long index chains
+/// quadratic). Valid because a [`Graph`] is append-only: a node id's node, and so its range,
+/// never changes. Keep a cache with the graph it describes and drop them together.
+#[derive(Default)]
+pub struct RangeCache {
+    memo: HashMap<NodeId, Option<VRange>>,
+    ub_free: HashMap<NodeId, bool>,
+}
+
+thread_local! {
+    /// The cache [`with_cache`] lent for the graph at this address, while `f` runs.
+    static ACTIVE: std::cell::RefCell<Option<(usize, RangeCache)>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `f` with `cache` lent to every [`Ranges`] made on the graph at address `graph` on
+/// this thread; `cache` gets back everything they computed, also when `f` unwinds. `graph`
+/// must be the graph `cache` describes, alive and in place while `f` runs (it may grow:
+/// nodes are only appended). Only the address is kept (never dereferenced), so `f` may hold
+/// the graph mutably.
+pub fn with_cache<R>(cache: &mut RangeCache, graph: *const Graph, f: impl FnOnce() -> R) -> R {
+    struct Restore<'c> {
+        cache: &'c mut RangeCache,
+        prev: Option<(usize, RangeCache)>,
+    }
+    impl Drop for Restore<'_> {
+        fn drop(&mut self) {
+            let lent = ACTIVE.with(|a| a.replace(self.prev.take()));
+            if let Some((_, c)) = lent {
+                *self.cache = c;
+            }
+        }
+    }
+    let addr = graph as usize;
+    let prev = ACTIVE.with(|a| a.replace(Some((addr, std::mem::take(cache)))));
+    let _restore = Restore { cache, prev };
+    f()
+}
+
+impl Drop for Memo {
+    /// Lent results go back to the active cache (merged, if another `Ranges` of the same
+    /// graph returned its own meanwhile).
+    fn drop(&mut self) {
+        let Some(addr) = self.lent_by else { return };
+        let (memo, ub_free) = (
+            std::mem::take(&mut self.memo),
+            std::mem::take(&mut self.ub_free),
+        );
+        ACTIVE.with(|a| {
+            if let Some((at, c)) = &mut *a.borrow_mut() {
+                if *at == addr {
+                    if c.memo.is_empty() && c.ub_free.is_empty() {
+                        c.memo = memo;
+                        c.ub_free = ub_free;
+                    } else {
+                        c.memo.extend(memo);
+                        c.ub_free.extend(ub_free);
+                    }
+                }
+            }
+        });
+    }
 }
 
 /// The sources an op's range depends on (others are not visited).
@@ -121,37 +195,50 @@ fn floor_div(a: i128, b: i128) -> i128 {
 
 impl<'g> Ranges<'g> {
     pub fn new(g: &'g Graph) -> Self {
-        Ranges {
-            g,
-            memo: HashMap::new(),
-            ub_free: HashMap::new(),
-        }
+        let addr = g as *const Graph as usize;
+        let lent = ACTIVE.with(|a| match &mut *a.borrow_mut() {
+            Some((at, c)) if *at == addr => Some(std::mem::take(c)),
+            _ => None,
+        });
+        let m = match lent {
+            Some(c) => Memo {
+                memo: c.memo,
+                ub_free: c.ub_free,
+                lent_by: Some(addr),
+            },
+            None => Memo {
+                memo: HashMap::new(),
+                ub_free: HashMap::new(),
+                lent_by: None,
+            },
+        };
+        Ranges { g, m }
     }
 
     /// The range of `id` (`None` for floats and void).
     pub fn get(&mut self, id: NodeId) -> Option<VRange> {
-        if let Some(&r) = self.memo.get(&id) {
+        if let Some(&r) = self.m.memo.get(&id) {
             return r;
         }
         // Iterative post-order, so deep expressions do not overflow the stack.
         let mut stack = vec![(id, false)];
         while let Some((n, expanded)) = stack.pop() {
-            if self.memo.contains_key(&n) {
+            if self.m.memo.contains_key(&n) {
                 continue;
             }
             if expanded {
                 let r = self.compute(self.g.node(n));
-                self.memo.insert(n, r);
+                self.m.memo.insert(n, r);
             } else {
                 stack.push((n, true));
                 for &s in range_deps(self.g.node(n)) {
-                    if !self.memo.contains_key(&s) {
+                    if !self.m.memo.contains_key(&s) {
                         stack.push((s, false));
                     }
                 }
             }
         }
-        self.memo[&id]
+        self.m.memo[&id]
     }
 
     /// All sources' ranges are memoized.
@@ -171,7 +258,7 @@ impl<'g> Ranges<'g> {
     fn src(&self, n: &Node, i: usize) -> Option<VRange> {
         n.src
             .get(i)
-            .and_then(|s| self.memo.get(s).copied().flatten())
+            .and_then(|s| self.m.memo.get(s).copied().flatten())
     }
 
     fn compute_bool(&self, n: &Node) -> Option<VRange> {
@@ -413,7 +500,7 @@ impl<'g> Ranges<'g> {
         let mut stack = vec![id];
         let mut ok = true;
         while let Some(n) = stack.pop() {
-            if let Some(&known) = self.ub_free.get(&n) {
+            if let Some(&known) = self.m.ub_free.get(&n) {
                 if !known {
                     ok = false;
                     break;
@@ -431,10 +518,10 @@ impl<'g> Ranges<'g> {
         }
         if ok {
             for n in seen {
-                self.ub_free.insert(n, true);
+                self.m.ub_free.insert(n, true);
             }
         }
-        self.ub_free.insert(id, ok);
+        self.m.ub_free.insert(id, ok);
         ok
     }
 
