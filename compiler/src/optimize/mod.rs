@@ -147,7 +147,12 @@ pub fn apply_traced(
         Order::BottomUp => RewriteOpts::bottom_up(),
         Order::TopDown => RewriteOpts::top_down(),
     };
-    let res = rewrite_traced(&mut k.graph, &[k.sink], &pass.rules, opts, trace);
+    // One range memo for the pass (the graph is only appended to while it runs).
+    let mut ranges = crate::rewrite::range::RangeCache::default();
+    let at: *const uopkit_interp::ir::Graph = &k.graph;
+    let res = crate::rewrite::range::with_cache(&mut ranges, at, || {
+        rewrite_traced(&mut k.graph, &[k.sink], &pass.rules, opts, trace)
+    });
     if res.stop != StopReason::FixedPoint {
         return Err(OptimizeError {
             kernel: k.name.clone(),
