@@ -253,20 +253,19 @@ def gen_view_stores(C):
     g.sched(copies=1, writes=[d], copy_pairs=[["CPU:1", "CPU:0"]])
     C.add(GRP, "store_computed_into_2d_window_cross_device", g)
 
-    # AFTER of a view that already names the newer of two stores, with the older store as its dep: the older
-    # store is one the newer was made from, so the view keeps the newer version (an AFTER never goes back to
-    # an older version; reading the older one's values, or a snapshot of them, is wrong).
-    g = G("two stores into float32 b = [1,2]: s1 = STORE(b, [10,11]), s2 = STORE(AFTER(b, s1), [20,21]); "
-          "AFTER(AFTER(b, s2), s1) still reads s2's version [20,21], since s1 is older than s2 (AFTER(b, s1) "
-          "alone reads [10,11]); hand-derived", [GRP, "store", "after"])
+    # AFTER of a value that already names the newer of two stores, ordered after a value that names the older
+    # one: the older store is one the newer was made from, so the result keeps the newer version (an AFTER never
+    # goes back to an older version; reading the older one's values, or a snapshot of them, is wrong). The stores
+    # are spelled as tinygrad's Tensor.assign builds them (the second one into the first one's AFTER).
+    g = G("two stores into float32 b = [1,2]: s1 = STORE(b, [10,11]), a1 = AFTER(b, s1), s2 = STORE(a1, [20,21]), "
+          "a2 = AFTER(a1, s2); AFTER(a2, a1) still reads s2's version [20,21], since s1 is older than s2 (a1 alone "
+          "would read [10,11]); hand-derived", [GRP, "store", "after"])
     b = g.buffer("float32", 2, data=[N.raw("float32", v) for v in (1, 2)])
     v1 = g.buffer("float32", 2, data=[N.raw("float32", v) for v in (10, 11)])
     v2 = g.buffer("float32", 2, data=[N.raw("float32", v) for v in (20, 21)])
-    s1 = g.store(b, v1)
-    a1 = g.after(b, s1)
-    s2 = g.store(a1, v2)
-    a2 = g.after(b, s2)
-    out(g, "newer_after_older_dep", g.after(a2, s1), T([2], [N.raw("float32", v) for v in (20, 21)], "float32"))
+    a1 = g.after(b, g.store(b, v1))
+    a2 = g.after(a1, g.store(a1, v2))
+    out(g, "newer_after_older", g.after(a2, a1), T([2], [N.raw("float32", v) for v in (20, 21)], "float32"))
     g.sched(writes=[b])
     C.add(GRP, "after_older_store_keeps_newer_version", g)
 
