@@ -253,6 +253,22 @@ def gen_view_stores(C):
     g.sched(copies=1, writes=[d], copy_pairs=[["CPU:1", "CPU:0"]])
     C.add(GRP, "store_computed_into_2d_window_cross_device", g)
 
+    # AFTER of a value that already names the newer of two stores, ordered after a value that names the older
+    # one: the older store is one the newer was made from, so the result keeps the newer version (an AFTER never
+    # goes back to an older version; reading the older one's values, or a snapshot of them, is wrong). The stores
+    # are spelled as tinygrad's Tensor.assign builds them (the second one into the first one's AFTER).
+    g = G("two stores into float32 b = [1,2]: s1 = STORE(b, [10,11]), a1 = AFTER(b, s1), s2 = STORE(a1, [20,21]), "
+          "a2 = AFTER(a1, s2); AFTER(a2, a1) still reads s2's version [20,21], since s1 is older than s2 (a1 alone "
+          "would read [10,11]); hand-derived", [GRP, "store", "after"])
+    b = g.buffer("float32", 2, data=[N.raw("float32", v) for v in (1, 2)])
+    v1 = g.buffer("float32", 2, data=[N.raw("float32", v) for v in (10, 11)])
+    v2 = g.buffer("float32", 2, data=[N.raw("float32", v) for v in (20, 21)])
+    a1 = g.after(b, g.store(b, v1))
+    a2 = g.after(a1, g.store(a1, v2))
+    out(g, "newer_after_older", g.after(a2, a1), T([2], [N.raw("float32", v) for v in (20, 21)], "float32"))
+    g.sched(writes=[b])
+    C.add(GRP, "after_older_store_keeps_newer_version", g)
+
     # A value with no device (computed from constants only) ordered after a STORE: AFTER(EXPAND(CONST 5),
     # STORE(x, x+10)) has no device either, so the scheduler realizes it on the device that reads it (CPU:1,
     # not the CPU:0 a device-less value defaults to), after running the STORE it waits for; the AFTER itself is
@@ -397,12 +413,14 @@ def gen_op_dtype(C):
 def gen_value_ranges(C):
     # The GPU pass list simplifies element arithmetic with rules that trust a value-range analysis:
     # x % c -> x when x is in [0, c), CAST(CAST(x, uint8), int32) -> x when x fits uint8, (a*c)/c -> a when
-    # a*c cannot wrap, (a*c + b)/c -> a + b/c when b and the sum share a sign. Each output below is built so
-    # that its operand's true range just misses the rule's condition, while a range computed wrongly (WHERE
-    # of a comparison taken as always true, SUB's low end, C modulo or OR of a negative operand, floor
-    # division by a negative divisor, x % c for x = c, a product that wraps in uint8) lets the rule fire and
-    # changes some element. The loaded operands have the dtype's full range, so a narrow range comes from
-    # AND with a constant and WHERE between constants.
+    # a*c cannot wrap, (a*c + b)/c -> a + b/c when b and the sum share a sign (c >= 2), (x/c1)/c2 -> x/(c1*c2)
+    # when c1, c2 > 0. Each output below is built so that its operand's true range (or its constants) just
+    # misses the rule's condition, while a range computed wrongly (WHERE of a comparison taken as always true,
+    # SUB's low end, C modulo or OR of a negative operand, floor division by a negative divisor, x % c for
+    # x = c, NEG, OR of small non-negative operands, floor modulo of a dividend past the divisor, a product
+    # that wraps in uint8) or a divisor condition read wrongly lets the rule fire and changes some element.
+    # The loaded operands have the dtype's full range, so a narrow range comes from AND with a constant and
+    # WHERE between constants.
     xs = [0, 1, 2, 3, 5, 7, -1, 11]
     cs = [1, 0, 1, 0, 1, 0, 1, 0]
     ds = [0, 0, 1, 1, 0, 1, 0, 1]
@@ -410,7 +428,9 @@ def gen_value_ranges(C):
     n = len(xs)
     g = G("element arithmetic whose range-checked rules must not fire (int32 x = 0,1,2,3,5,7,-1,11; bool c, d): "
           "(x&3)%3, WHERE(x==5, 1, 7)%5, (WHERE(c,1,2) - WHERE(d,0,5))%3, CAST(CAST(WHERE(c,-1,1)|2, uint8), int32), "
-          "CAST(CAST(WHERE(c,-5,5)%3, uint8), int32), ((x&7)*4 - 1)/4 (C division), FLOORDIV(WHERE(c,-7,-5), -2)%3; "
+          "CAST(CAST(WHERE(c,-5,5)%3, uint8), int32), ((x&7)*4 - 1)/4 (C division), FLOORDIV(WHERE(c,-7,-5), -2)%3, "
+          "NEG(WHERE(c,-5,-2))%3, ((x&7)|1)%3, (WHERE(d,-1,0)*4 + FLOORMOD(WHERE(c,5,10), 3))/4, "
+          "(WHERE(c,1,2)*-2 + WHERE(d,3,5))/-2, FLOORDIV(FLOORDIV(x, 2), -3); "
           "numerics.alu and numerics.cast (exact, wrapping)",
           [GRP, "alu", "range", "int32", "cmod", "cdiv", "floordiv"])
     bx = g.buffer("int32", n, data=xs)
@@ -455,6 +475,32 @@ def gen_value_ranges(C):
     fd = g.op("FLOORDIV", "int32", where(bc, -7, -5), k(-2))
     o("floordiv_neg_mod3", g.op("CMOD", "int32", fd, k(3)),
       [a("CMOD", a("FLOORDIV", -7 if c else -5, -2), 3) for c in cs])
+    # NEG of [-5, -2] is [2, 5]: a NEG range taken with the wrong sign on one end ([2, -5]) looks below 3
+    w = where(bc, -5, -2)
+    o("neg_mod3", g.op("CMOD", "int32", g.op("NEG", "int32", w), k(3)),
+      [a("CMOD", N.alu("NEG", "int32", -5 if c else -2), 3) for c in cs])
+    # (x&7) | 1 is in [1, 7]: an OR range whose all-ones bound is computed wrongly (too small) lets % 3 go
+    o("or1_mod3", g.op("CMOD", "int32", g.op("OR", "int32", g.op("AND", "int32", bx, k(7)), k(1)), k(3)),
+      [a("CMOD", a("OR", a("AND", x, 7), 1), 3) for x in xs])
+    # WHERE(c,5,10) floor-mod 3 is in [0, 2], not the dividend's [5, 10] (the dividend reaches past the
+    # divisor); with a = WHERE(d,-1,0), (4a + m)/4 truncates to 0 while a + m/4 is -1: m and the sum differ
+    # in sign for d true
+    m = g.op("FLOORMOD", "int32", where(bc, 5, 10), k(3))
+    o("floormod_affine_cdiv",
+      g.op("CDIV", "int32", g.op("ADD", "int32", g.op("MUL", "int32", where(bd, -1, 0), k(4)), m), k(4)),
+      [a("CDIV", a("ADD", a("MUL", -1 if d else 0, 4), a("FLOORMOD", 5 if c else 10, 3)), 4)
+       for c, d in zip(cs, ds)])
+    # (-2a + b)/-2 with a = WHERE(c,1,2), b = WHERE(d,3,5) (C division): splitting off a (a + b/-2) is exact
+    # only where b and the sum share a sign; for a = 2, b = 3 the sum is -1 (quotient 0, not 2 + -1). The
+    # split is argued for divisors >= 2 only: a negative divisor swaps the ends of a*c's range
+    o("affine_cdiv_neg_divisor",
+      g.op("CDIV", "int32", g.op("ADD", "int32", g.op("MUL", "int32", where(bc, 1, 2), k(-2)), where(bd, 3, 5)),
+           k(-2)),
+      [a("CDIV", a("ADD", a("MUL", 1 if c else 2, -2), 3 if d else 5), -2) for c, d in zip(cs, ds)])
+    # floor(floor(x/2)/-3) is not floor(x/-6) (x = 1: 0 vs -1): merging two floor divisions needs both
+    # divisors positive, not just one
+    o("floordiv2_floordiv_neg3", g.op("FLOORDIV", "int32", g.op("FLOORDIV", "int32", bx, k(2)), k(-3)),
+      [a("FLOORDIV", a("FLOORDIV", x, 2), -3) for x in xs])
     C.add(GRP, "value_range_rules", g)
 
     # uint8: the loaded y has the range [0, 255] and y*3 the exact range [0, 765], which does not fit: the
@@ -652,6 +698,21 @@ def gen_pass_guards(C):
     assert cols == [N.raw(dt, "2.0"), N.raw(dt, "10.0")]
     g.output("split2", g.reduce(g.reshape(b, [4, 2]), "ADD", 1, {"split": 2}), [2], cols)
     C.add(GRP, "columns_declared_split_float32", g)
+
+    # A float32 sum of 0..1199 declared split(1100): more accumulators than the CPU lanes pass (up to 1024) and
+    # the GPU local reduction (up to 256) take, so the generic lowering into k accumulators runs everywhere.
+    # Accumulator j folds elements j and j + 1100 (j < 100) or j alone; a count of elements per accumulator
+    # that is too large makes some accumulator read past the end of the axis (element 1200, 1201). Every
+    # partial sum is an integer below 2^24, exact in float32 in any order: 719400 = 1199 * 1200 / 2.
+    dt = "float32"
+    g = G("float32 arange 0..1199 summed declared split(1100): 100 accumulators fold two elements (j, j + 1100), "
+          "1000 fold one, combined left to right; every partial is an integer below 2^24, so the sum is exactly "
+          "719400 (expected value: numerics.alu per op, in the declared order)", [GRP, "reduce", "order", "float32"])
+    b = g.buffer(dt, 1200, init={"arange": {"start": 0, "step": 1}})
+    tot = split_fold("ADD", dt, [N.raw(dt, Q(i)) for i in range(1200)], 1100)
+    assert tot == N.raw(dt, "719400.0")
+    g.output("sum", g.reduce(b, "ADD", 1, {"split": 1100}), [], [tot])
+    C.add(GRP, "declared_split_wider_than_lanes_float32", g)
 
     # int32 [2,2] @ [2,10]: 10 columns are not a multiple of the CPU register tile's widths (16 or 8 int32),
     # so cpu_tile must leave the matmul to cpu_interchange; a tile of another width would have to cover all
