@@ -41,6 +41,7 @@ def gen(C):
     gen_view_stores(C)
     gen_op_dtype(C)
     gen_value_ranges(C)
+    gen_range_operands(C)
     gen_fusion(C)
     gen_matmul_tile(C)
     gen_matmul_k_blocks(C)
@@ -734,3 +735,31 @@ def gen_pass_guards(C):
     assert y.data[:10] == [1 * j - 2 * (10 + j) for j in range(1, 11)]
     out(g, "y", g.reduce(g.op("MUL", dt, va, vb), "ADD", 1), y)
     C.add(GRP, "matmul_columns_no_tile_width_int32", g)
+
+
+def gen_range_operands(C):
+    # Range-checked rules on operands whose range analysis is easy to get wrong at its edges: a shift count
+    # whose range has one end out of range ([-1, 1]: the shift's range must stay unknown, never computed from
+    # the out-of-range corner), and a comparison of two loaded values (both with the dtype's full range, which
+    # are equal ranges but not one point: x != y can be either).
+    cs = [0, 0]
+    bs = [0, 1]
+    xs = [1, 2]
+    ys = [1, 3]
+    g = G("range edges: SHR(12, WHERE(c, -1, CAST(b, int32))) % 8 for c = [F, F], b = [F, T] (counts 0, 1; the -1 "
+          "branch is never taken): [4, 6]; WHERE(x != y, 5, 1) % 3 for loaded int32 x = [1, 2], y = [1, 3]: [1, 2]; "
+          "numerics.alu (exact)", [GRP, "alu", "range", "int32", "shift", "cmod"])
+    bc = g.buffer("bool", 2, data=cs)
+    bb = g.buffer("bool", 2, data=bs)
+    k = lambda v: g.const("int32", v)  # noqa: E731
+    a = lambda op, x, y: N.alu(op, "int32", x, y)  # noqa: E731
+    cnt = g.op("WHERE", "int32", bc, k(-1), g.cast(bb, "int32"))
+    counts = [-1 if c else b for c, b in zip(cs, bs)]
+    out(g, "shr_count_edge_mod8", g.op("CMOD", "int32", g.op("SHR", "int32", k(12), cnt), k(8)),
+        T([2], [a("CMOD", a("SHR", 12, s), 8) for s in counts], "int32"))
+    bx = g.buffer("int32", 2, data=xs)
+    by = g.buffer("int32", 2, data=ys)
+    ne = g.op("CMPNE", "bool", bx, by)
+    out(g, "ne_loads_sel_mod3", g.op("CMOD", "int32", g.op("WHERE", "int32", ne, k(5), k(1)), k(3)),
+        T([2], [a("CMOD", 5 if N.alu("CMPNE", "int32", x, y) else 1, 3) for x, y in zip(xs, ys)], "int32"))
+    C.add(GRP, "value_range_edges", g)
