@@ -748,7 +748,8 @@ def gen_range_operands(C):
     ys = [1, 3]
     g = G("range edges: SHR(12, WHERE(c, -1, CAST(b, int32))) % 8 for c = [F, F], b = [F, T] (counts 0, 1; the -1 "
           "branch is never taken): [4, 6]; WHERE(x != y, 5, 1) % 3 for loaded int32 x = [1, 2], y = [1, 3]: [1, 2]; "
-          "numerics.alu (exact)", [GRP, "alu", "range", "int32", "shift", "cmod"])
+          "CMOD(FLOORMOD(x, 4), 2) for x = [-1, -6, 5, 7]: [1, 0, 1, 1]; numerics.alu (exact, wrapping)",
+          [GRP, "alu", "range", "int32", "shift", "cmod", "floormod"])
     bc = g.buffer("bool", 2, data=cs)
     bb = g.buffer("bool", 2, data=bs)
     k = lambda v: g.const("int32", v)  # noqa: E731
@@ -762,4 +763,46 @@ def gen_range_operands(C):
     ne = g.op("CMPNE", "bool", bx, by)
     out(g, "ne_loads_sel_mod3", g.op("CMOD", "int32", g.op("WHERE", "int32", ne, k(5), k(1)), k(3)),
         T([2], [a("CMOD", 5 if N.alu("CMPNE", "int32", x, y) else 1, 3) for x, y in zip(xs, ys)], "int32"))
+    # (x fmod 4) cmod 2: the inner floor modulo is never negative, so the outer C modulo is not x cmod 2 for a
+    # negative x (-1 fmod 4 = 3, 3 cmod 2 = 1, while -1 cmod 2 = -1): only a modulo of the same kind folds
+    zs = [-1, -6, 5, 7]
+    bz = g.buffer("int32", 4, data=zs)
+    out(g, "cmod_of_floormod", g.op("CMOD", "int32", g.op("FLOORMOD", "int32", bz, k(4)), k(2)),
+        T([4], [a("CMOD", a("FLOORMOD", z, 4), 2) for z in zs], "int32"))
     C.add(GRP, "value_range_edges", g)
+
+    # Its own case: tinygrad 0.14 CPU does not wrap the int8 sum before dividing (manifests/xfail.json).
+    g = G("int8 (WHERE(c,-32,-1)*4 + WHERE(d,-1,0)) / 4 (C division) where -32*4 + -1 = -129 wraps to 127: "
+          "[31, -32, -1, -1] for c = [T, T, F, F], d = [T, F, T, F]; numerics.alu (exact, wrapping)",
+          [GRP, "alu", "range", "int8", "cdiv"])
+    # (a*4 + b)/4 -> a + b/4 only where a*4 + b cannot wrap: in int8, a = -32 and b = -1 give -129, which wraps
+    # to 127 (127/4 = 31, not -32 + 0); a sum range computed with the wrong sign on one end, or the wrap test
+    # read the wrong way round, lets the rewrite fire
+    a8 = lambda op, x, y: N.alu(op, "int8", x, y)  # noqa: E731
+    k8 = lambda v: g.const("int8", v)  # noqa: E731
+    ca = [1, 1, 0, 0]
+    db = [1, 0, 1, 0]
+    bca = g.buffer("bool", 4, data=ca)
+    bdb = g.buffer("bool", 4, data=db)
+    av = g.op("WHERE", "int8", bca, k8(-32), k8(-1))
+    bv = g.op("WHERE", "int8", bdb, k8(-1), k8(0))
+    out(g, "affine_cdiv_wraps_int8", g.op("CDIV", "int8", g.op("ADD", "int8", g.op("MUL", "int8", av, k8(4)), bv), k8(4)),
+        T([4], [a8("CDIV", a8("ADD", a8("MUL", -32 if c else -1, 4), -1 if d else 0), 4) for c, d in zip(ca, db)],
+          "int8"))
+    C.add(GRP, "value_range_edges_int8_wrap", g)
+
+    # A flat index whose range is exactly [1, d] divided by d: a SHRINK (offset 1, size 3) of the flat view of a
+    # [2,3] view (PERMUTE of RESHAPE [3,2] of a 6-element buffer, so the flat view's index is unflattened by 3).
+    # Element 2 has flat index 3 = row 1, column 0; a simplifier that takes x // 3 for 0 when x can equal 3 reads
+    # row 0. Expected values: tensor.T, index by index.
+    g = G("SHRINK offset 1 size 3 of RESHAPE [6] of PERMUTE [1,0] of RESHAPE [3,2] of int32 arange 10..15: the "
+          "flat index 1..3 is unflattened by 3 (index 3 is row 1), [12, 14, 11], plus 100: [112, 114, 111]; tensor.T",
+          [GRP, "movement", "int32"])
+    bsrc, tsrc = arange(g, "int32", 6, start=10)
+    view = g.shrink(g.reshape(g.permute(g.reshape(bsrc, [3, 2]), [1, 0]), [6]), [1], [3])
+    tv = tsrc.reshape([3, 2]).permute([1, 0]).reshape([6]).shrink([1], [3])
+    assert tv.data == [12, 14, 11]
+    # + 100, so that a kernel computes it (a bare view of a buffer is read without one)
+    out(g, "window_plus_100", g.op("ADD", "int32", view, g.expand(g.const("int32", 100), [3])),
+        T([3], [N.alu("ADD", "int32", v, 100) for v in tv.data], "int32"))
+    C.add(GRP, "flat_window_to_the_divisor", g)
