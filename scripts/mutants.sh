@@ -33,7 +33,8 @@
 #   scripts/mutants.sh --shard 0/20 --no-baseline -- --sharding round-robin --shuffle --in-place
 # (about 100 mutants; 40 minutes on a 2-core machine with a warm build and kernel cache, 20-50 s
 # a mutant, mostly the incremental rebuild). --in-place mutates this checkout: run it in a
-# throwaway worktree (`git worktree add`).
+# throwaway worktree (`git worktree add`). The samples measured so far, before and after their
+# misses were classified and killed: mutants/SAMPLES.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
