@@ -137,7 +137,7 @@ fn a_long_fused_chain_compiles_with_the_priority_allocator_and_stays_exact() {
     let p = rotation_chain(steps);
     assert!(p.insts.len() >= LARGE_KERNEL_INSTS);
     assert!(render_c(std::slice::from_ref(&p))
-        .contains("#pragma GCC optimize (\"ira-algorithm=priority\")"));
+        .contains("#pragma GCC optimize (\"ira-algorithm=priority\", \"fp-contract=off\")"));
     assert!(!render_c(&[rotation_chain(10)]).contains("#pragma GCC optimize"));
     let xs: Vec<f32> = (0..64).map(|i| (i as f32 - 31.5) / 32.0).collect();
     let want: Vec<u32> = xs

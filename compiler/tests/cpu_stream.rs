@@ -159,3 +159,73 @@ fn an_aliasing_launch_stores_each_element_before_the_next_reads() {
     let bad = (0..N).find(|&i| got[i] != x[0]);
     assert_eq!(bad, None, "first element that is not x[0]");
 }
+
+/// `x[i] = x[i] * 2 + 1` in place over `n` float64 elements (the store's own INDEX loaded: a
+/// line of 8), in a loop marked parallel.
+fn axpb_in_place_f64(n: usize) -> Program {
+    let f64t = DType::Float64;
+    let mut p = Program::new(
+        "inplace",
+        vec![ParamDecl {
+            dtype: f64t,
+            size: n,
+            written: true,
+        }],
+    );
+    let x = p.push(Op::PARAM, f64t, vec![], KArg::Param(0));
+    let two = p.push(Op::CONST, f64t, vec![], KArg::Const(2f64.to_bits()));
+    let one = p.push(Op::CONST, f64t, vec![], KArg::Const(1f64.to_bits()));
+    let e = i64c(&mut p, n as i64);
+    let r = p.push(Op::RANGE, DType::Int64, vec![e], KArg::Axis(PARALLEL_AXIS));
+    let at = p.push(Op::INDEX, f64t, vec![x, r], KArg::None);
+    let v = p.push(Op::LOAD, f64t, vec![at], KArg::None);
+    let m = p.push(Op::MUL, f64t, vec![v, two], KArg::None);
+    let y = p.push(Op::ADD, f64t, vec![m, one], KArg::None);
+    p.push(Op::STORE, DType::Void, vec![at, y], KArg::None);
+    p.push(Op::END, DType::Void, vec![r], KArg::None);
+    p
+}
+
+#[test]
+fn an_in_place_float64_loop_streams_lines_of_8_and_keeps_every_bit() {
+    let n = (STREAM_MIN_BYTES as usize) / 8 + 3;
+    let p = axpb_in_place_f64(n);
+    assert!(render_c(std::slice::from_ref(&p)).contains("uk_line_end(uk_b, v4_hi, 8)"));
+    let dev = cpu();
+    let prog = dev.compile(&c_unit(&[p])).expect("compiles");
+    let x: Vec<u64> = input(n)
+        .iter()
+        .zip(input(n).iter().rev())
+        .map(|(&h, &l)| (u64::from(h) << 32) | u64::from(l))
+        .collect();
+    let want: Vec<u64> = x
+        .iter()
+        .map(|&b| {
+            let y = f64::from_bits(b) * 2.0 + 1.0;
+            if y.is_nan() {
+                0x7ff8_0000_0000_0000
+            } else {
+                y.to_bits()
+            }
+        })
+        .collect();
+    let bytes: Vec<u8> = x.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let buf = dev.alloc(n * 8).unwrap();
+    for chunks in [None, Some(3)] {
+        dev.copy_in(&buf, &bytes).unwrap();
+        let launch = || dev.launch(&prog, "inplace", &[&buf]);
+        match chunks {
+            None => launch(),
+            Some(k) => with_forced_chunks(k, launch),
+        }
+        .expect("runs");
+        let got: Vec<u64> = dev
+            .copy_out(&buf)
+            .unwrap()
+            .chunks(8)
+            .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
+            .collect();
+        let bad = (0..n).find(|&i| got[i] != want[i]);
+        assert_eq!(bad, None, "chunks {chunks:?}: first differing element");
+    }
+}

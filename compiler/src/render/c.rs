@@ -242,15 +242,16 @@ fn v(id: InstId) -> String {
 /// allocator (`#pragma GCC optimize`, around that kernel only): the default (Chaitin-Briggs)
 /// takes time that grows faster than linearly in one long basic block — a fused chain of 200k
 /// ops took over 300 s in gcc 12, 5 s with the priority allocator. Register allocation does
-/// not change values, and the command line's `-ffp-contract=off` stays in force under the
-/// pragma (compiler/tests/compile_cost.rs checks both).
+/// not change values, and the pragma repeats `fp-contract=off` so that no mul+add is fused
+/// whatever the pragma does to the command line's options (compiler/tests/compile_cost.rs
+/// checks the values).
 pub const LARGE_KERNEL_INSTS: usize = 10_000;
 
 fn render_program(d: &CStyle, out: &mut String, p: &Program) {
     let large = d.lang == Lang::C && p.insts.len() >= LARGE_KERNEL_INSTS;
     if large {
         out.push_str(
-            "#if defined(__GNUC__) && !defined(__clang__)\n#pragma GCC push_options\n#pragma GCC optimize (\"ira-algorithm=priority\")\n#endif\n",
+            "#if defined(__GNUC__) && !defined(__clang__)\n#pragma GCC push_options\n#pragma GCC optimize (\"ira-algorithm=priority\", \"fp-contract=off\")\n#endif\n",
         );
     }
     render_kernel(d, out, p);

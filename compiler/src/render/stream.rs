@@ -9,11 +9,12 @@
 //! to `out` (a streaming store when the block is a whole aligned line and the target has AVX,
 //! else `memcpy`). Each element's value is computed by the same instructions from the same
 //! operands and copied bit for bit, so the result is the one the plain loop stores.
-//! Computing a block before storing it reorders the loads of one iteration after the stores
-//! of earlier iterations in the block, so the loop must not read `out` (checked here), and a
-//! unit compiled for aliasing buffers (runtime::cpu's `NO_RESTRICT`, where another param may
-//! be `out`) defines `UK_STREAMING` 0, which makes every block the whole range and stores
-//! directly: the plain loop.
+//! Computing a block before storing it moves the loads of later iterations in the block
+//! before the stores of earlier ones, so the loop may read `out` only at the element it
+//! stores (`out[i] = f(out[i])` reads out[i] before writing it; any other INDEX of `out` is
+//! refused here), and a unit compiled for aliasing buffers (runtime::cpu's `NO_RESTRICT`,
+//! where another param may be `out`) defines `UK_STREAMING` 0, which makes every block the
+//! whole range and stores directly: the plain loop.
 
 use uopkit_interp::ir::Op;
 use uopkit_interp::kernel::{InstId, Program};
@@ -41,9 +42,10 @@ pub struct Stream {
 }
 
 /// Whether `pl`'s loop in `p` streams its stores: its body has no inner loop and one STORE,
-/// unconditional, of a 4- or 8-byte value at `param + i` (`i` the loop variable itself), the
-/// body reads nothing through that param, and the loop writes at least
-/// [`STREAM_MIN_BYTES`].
+/// unconditional, of a 4- or 8-byte value of the param's own dtype at `param + i` (`i` the
+/// loop variable itself, the PARAM before the loop), no other INDEX of that param exists
+/// (the store's own INDEX may be loaded: that reads out[i] before it is written), and the
+/// loop writes at least [`STREAM_MIN_BYTES`].
 pub fn stream_store(p: &Program, pl: &ParLoop) -> Option<Stream> {
     let r = pl.inst;
     // With no RANGE before it, the first END after the loop's RANGE closes it.
@@ -66,15 +68,15 @@ pub fn stream_store(p: &Program, pl: &ParLoop) -> Option<Stream> {
     let [param, i] = index.src[..] else {
         return None;
     };
-    if p.inst(param).op != Op::PARAM || i.index() != r {
+    // The PARAM is declared before the loop (the streaming put names it after the block).
+    if p.inst(param).op != Op::PARAM || param.index() >= r || i.index() != r {
         return None;
     }
     let size = p.inst(value).dtype.itemsize() as u64;
-    if !matches!(size, 4 | 8) || p.inst(param).dtype.itemsize() as u64 != size {
+    if !matches!(size, 4 | 8) || p.inst(param).dtype != p.inst(value).dtype {
         return None;
     }
-    // Nothing in the program reads through the written param: the store's own INDEX is the
-    // only one of that slot's buffer.
+    // The store's own INDEX is the only one of that slot's buffer in the program.
     let slot = &p.inst(param).arg;
     let of_slot = |id: InstId| p.inst(id).op == Op::PARAM && &p.inst(id).arg == slot;
     let other = p.insts.iter().enumerate().any(|(j, inst)| {
