@@ -76,6 +76,14 @@ fn judge(t: Twist) -> Verdict {
     )
 }
 
+/// The failure's kind and report (a panic if the trial did not fail).
+fn failure(t: Twist) -> (FailKind, String) {
+    match judge(t) {
+        Verdict::Fail { kind, message } => (kind, message),
+        v => panic!("expected a failure, got {v:?}"),
+    }
+}
+
 #[test]
 fn a_variant_with_the_oracle_s_bits_passes() {
     assert_eq!(judge(Twist::Same), Verdict::Pass);
@@ -83,15 +91,8 @@ fn a_variant_with_the_oracle_s_bits_passes() {
 
 #[test]
 fn a_variant_that_differs_is_a_mismatch_naming_it() {
-    let v = judge(Twist::VariantOff);
-    let Verdict::Fail {
-        kind,
-        message: report,
-    } = &v
-    else {
-        panic!("expected a failure, got {v:?}");
-    };
-    assert_eq!(*kind, FailKind::Mismatch);
+    let (kind, report) = failure(Twist::VariantOff);
+    assert_eq!(kind, FailKind::Mismatch);
     assert!(
         report.contains("the first run agrees with the oracle, the run with 4 threads does not"),
         "{report}"
@@ -100,15 +101,8 @@ fn a_variant_that_differs_is_a_mismatch_naming_it() {
 
 #[test]
 fn a_variant_that_failed_is_a_backend_failure_naming_it() {
-    let v = judge(Twist::VariantFails);
-    let Verdict::Fail {
-        kind,
-        message: report,
-    } = &v
-    else {
-        panic!("expected a failure, got {v:?}");
-    };
-    assert_eq!(*kind, FailKind::Backend);
+    let (kind, report) = failure(Twist::VariantFails);
+    assert_eq!(kind, FailKind::Backend);
     assert!(
         report.contains("the run with 4 threads failed: thread 2 crashed"),
         "{report}"
@@ -117,14 +111,7 @@ fn a_variant_that_failed_is_a_backend_failure_naming_it() {
 
 #[test]
 fn a_first_run_that_differs_is_judged_by_itself() {
-    let v = judge(Twist::FirstOff);
-    let Verdict::Fail {
-        kind,
-        message: report,
-    } = &v
-    else {
-        panic!("expected a failure, got {v:?}");
-    };
-    assert_eq!(*kind, FailKind::Mismatch);
+    let (kind, report) = failure(Twist::FirstOff);
+    assert_eq!(kind, FailKind::Mismatch);
     assert!(!report.contains("4 threads"), "{report}");
 }

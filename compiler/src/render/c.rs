@@ -350,13 +350,7 @@ fn render_kernel(d: &CStyle, out: &mut String, p: &Program) {
             Some(_) => par_range(p, i),
             None => render_inst(d, p, i, &nan),
         };
-        let line = or_error_line(d, i, line);
-        if line.starts_with('#') {
-            out.push_str(&line);
-        } else {
-            let _ = write!(out, "{:w$}{line}", "", w = depth * 2);
-        }
-        out.push('\n');
+        push_line(out, depth, &or_error_line(d, i, line));
         if inst.op == Op::RANGE {
             depth += 1;
         }
@@ -435,7 +429,6 @@ fn stream_loop(
     let (at, value) = (st.src[0], st.src[1]);
     let ct = ctype(p.inst(value).dtype);
     let b = s.block;
-    let ind = |k: usize| " ".repeat(2 * k);
     let body = |out: &mut String, to_line: bool| {
         for i in pl.inst + 1..s.end {
             let line = if i == s.store {
@@ -449,62 +442,66 @@ fn stream_loop(
             } else {
                 render_inst(d, p, i, nan)
             };
-            let line = or_error_line(d, i, line);
-            if line.starts_with('#') {
-                let _ = writeln!(out, "{line}");
-            } else {
-                let _ = writeln!(out, "{}{line}", ind(depth + 3));
-            }
+            push_line(out, depth + 3, &or_error_line(d, i, line));
         }
     };
-    let bound = par_range_bounds(p, pl.inst).map(|(hi, _)| hi);
-    let bound = or_error_line(d, pl.inst, bound);
-    let _ = writeln!(out, "{}{bound}", ind(depth));
-    let _ = writeln!(
+    let bound = or_error_line(d, pl.inst, par_range_bounds(p, pl.inst).map(|(hi, _)| hi));
+    let line = |out: &mut String, k: usize, text: &str| push_line(out, depth + k, text);
+    line(out, 0, &bound);
+    line(
         out,
-        "{}for (int64_t uk_b = uk_lo; uk_b < {r}_hi;) {{",
-        ind(depth)
+        0,
+        &format!("for (int64_t uk_b = uk_lo; uk_b < {r}_hi;) {{"),
     );
-    let _ = writeln!(
+    line(
         out,
-        "{}int64_t uk_e = UK_STREAMING ? uk_line_end(uk_b, {r}_hi, {b}) : {r}_hi;",
-        ind(depth + 1)
+        1,
+        &format!("int64_t uk_e = UK_STREAMING ? uk_line_end(uk_b, {r}_hi, {b}) : {r}_hi;"),
     );
-    let _ = writeln!(
+    line(
         out,
-        "{}if (UK_STREAMING && uk_e - uk_b == {b}) {{",
-        ind(depth + 1)
+        1,
+        &format!("if (UK_STREAMING && uk_e - uk_b == {b}) {{"),
     );
-    let _ = writeln!(
+    line(
         out,
-        "{}{ct} uk_t[{b}] __attribute__((aligned(64)));",
-        ind(depth + 2)
+        2,
+        &format!("{ct} uk_t[{b}] __attribute__((aligned(64)));"),
     );
-    let _ = writeln!(
+    line(
         out,
-        "{}for (int64_t {r} = uk_b; {r} < uk_b + {b}; {r}++) {{",
-        ind(depth + 2)
+        2,
+        &format!("for (int64_t {r} = uk_b; {r} < uk_b + {b}; {r}++) {{"),
     );
     body(out, true);
-    let _ = writeln!(out, "{}}}", ind(depth + 2));
-    let _ = writeln!(
-        out,
-        "{}uk_stream_put({} + uk_b, uk_t, (int64_t)sizeof uk_t);",
-        ind(depth + 2),
+    line(out, 2, "}");
+    let put = format!(
+        "uk_stream_put({} + uk_b, uk_t, (int64_t)sizeof uk_t);",
         v(s.param)
     );
-    let _ = writeln!(out, "{}}} else {{", ind(depth + 1));
-    let _ = writeln!(
+    line(out, 2, &put);
+    line(out, 1, "} else {");
+    line(
         out,
-        "{}for (int64_t {r} = uk_b; {r} < uk_e; {r}++) {{",
-        ind(depth + 2)
+        2,
+        &format!("for (int64_t {r} = uk_b; {r} < uk_e; {r}++) {{"),
     );
     body(out, false);
-    let _ = writeln!(out, "{}}}", ind(depth + 2));
-    let _ = writeln!(out, "{}}}", ind(depth + 1));
-    let _ = writeln!(out, "{}uk_b = uk_e;", ind(depth + 1));
-    let _ = writeln!(out, "{}}}", ind(depth));
-    let _ = writeln!(out, "{}uk_stream_fence();", ind(depth));
+    line(out, 2, "}");
+    line(out, 1, "}");
+    line(out, 1, "uk_b = uk_e;");
+    line(out, 0, "}");
+    line(out, 0, "uk_stream_fence();");
+}
+
+/// Appends `line` indented by `depth` levels (two spaces each), a preprocessor line (an
+/// `#error`) at column 0.
+fn push_line(out: &mut String, depth: usize, line: &str) {
+    if !line.starts_with('#') {
+        let _ = write!(out, "{:w$}", "", w = depth * 2);
+    }
+    out.push_str(line);
+    out.push('\n');
 }
 
 fn render_inst(d: &CStyle, p: &Program, i: usize, nan: &nan::NanPlan) -> Result<String, String> {
