@@ -210,6 +210,23 @@ def gen_ring(C):
                        f"ALLREDUCE ADD int32 over {ndev} devices x {n} prng elements in [-64,64] (SplitMix64), {ring}; "
                        f"integer sums are exact in any order", tags=["ring"], ring=True,
                        prng=[{"seed": 900 + 7 * d + ndev, "lo": -64, "hi": 64} for d in range(ndev)])
+    # Not forced: above 256,000 elements per device and with more than 2 devices, the default (auto) mode is the
+    # ring (tinygrad 0.14's default: RING_ALLREDUCE_THRESHOLD 256_000, more than 2 devices). The output is the
+    # sum of the reduced tensor on each device, so the case stays small; int32 sums are exact in any order.
+    ndev, n = 3, 256_032
+    seeds = [9101 + d for d in range(ndev)]
+    ds = devs(ndev)
+    g = G(f"ALLREDUCE ADD int32 over 3 devices x {n} prng elements in [-1000,1000] (SplitMix64) in the default mode: "
+          f"more than 256,000 elements per device and more than 2 devices, so the ring (12 copies over the 3 ring "
+          f"pairs); then each device sums its reduced tensor (exact integers)", ["allreduce", "multi", "add", "int32", "ring"])
+    x = g.buffer("int32", n, device=ds, init={"per_device": [{"prng": {"seed": sd, "lo": -1000, "hi": 1000}} for sd in seeds]})
+    red = g.op("ALLREDUCE", "int32", x, arg=["ADD", ds])
+    total = sum(sum(ints(sd, n, -1000, 1000)) for sd in seeds)
+    assert -2**31 <= total < 2**31
+    g.output("sum_of_reduced", g.reduce(red, "ADD", 1), [], [[N.raw("int32", total)] for _ in ds])
+    pairs = [[f"CPU:{(i + 1) % ndev}", f"CPU:{i}"] for i in range(ndev)]
+    g.sched(copies=2 * ndev * (ndev - 1), copy_pairs=sorted(pairs))
+    C.add("allreduce", "auto_ring_add_int32_3dev_256032", g)
     comps = [[Q(i % 16, 4) * (1 if (i + d) % 3 else -1) for i in range(400)] for d in range(4)]
     allreduce_case(C, "ring_add_float32_4dev_400", "ADD", "float32", 4, comps,
                    f"ALLREDUCE ADD float32 over 4 devices x 400 quarter-integers in [-3.75, 3.75]: every partial sum is a small "

@@ -46,6 +46,10 @@ def gen(C):
     gen_matmul_tile(C)
     gen_matmul_k_blocks(C)
     gen_pass_guards(C)
+    gen_nan_operands(C)
+    gen_inplace_reduce(C)
+    gen_padded_constant_compare(C)
+    gen_buffer_chain(C)
 
 
 # -- index arithmetic: masks, comparisons, negative offsets --------------------------------------------
@@ -428,8 +432,11 @@ def gen_value_ranges(C):
     ys = [100, 0, 85, 86, 255, 1, 171, 200]
     n = len(xs)
     g = G("element arithmetic whose range-checked rules must not fire (int32 x = 0,1,2,3,5,7,-1,11; bool c, d): "
-          "(x&3)%3, WHERE(x==5, 1, 7)%5, (WHERE(c,1,2) - WHERE(d,0,5))%3, CAST(CAST(WHERE(c,-1,1)|2, uint8), int32), "
+          "(x&3)%3, WHERE(x==5, 1, 7)%5, WHERE(x==5, 7, 1)%5, (WHERE(c,1,2) - WHERE(d,0,5))%3, CAST(CAST(WHERE(c,-1,1)|2, uint8), int32), "
+          "CAST(CAST(2|WHERE(c,-1,1), uint8), int32), "
           "CAST(CAST(WHERE(c,-5,5)%3, uint8), int32), ((x&7)*4 - 1)/4 (C division), FLOORDIV(WHERE(c,-7,-5), -2)%3, "
+          "FLOORMOD(FLOORDIV(WHERE(c,-1,1), 2), 3), CAST(CAST(FLOORMOD(x&3, y), uint8), int32) for a loaded y = -3 "
+          "and for the constant -3, CAST(CAST(MULACC(x&7, 2, WHERE(c,-1,0)), uint8), int32), "
           "NEG(WHERE(c,-5,-2))%3, ((x&7)|1)%3, (WHERE(d,-1,0)*4 + FLOORMOD(WHERE(c,5,10), 3))/4, "
           "(WHERE(c,1,2)*-2 + WHERE(d,3,5))/-2, FLOORDIV(FLOORDIV(x, 2), -3); "
           "numerics.alu and numerics.cast (exact, wrapping)",
@@ -459,12 +466,24 @@ def gen_value_ranges(C):
     eq5 = g.op("CMPEQ", "bool", bx, k(5))
     o("eq5_sel_mod5", g.op("CMOD", "int32", g.op("WHERE", "int32", eq5, k(1), k(7)), k(5)),
       [a("CMOD", 1 if N.alu("CMPEQ", "int32", x, 5) else 7, 5) for x in xs])
+    # MULACC((x&7), 2, WHERE(c,-1,0)) is in [-1, 14]: its addend can be negative, which uint8 wraps to 255
+    o("mulacc_via_u8", via_u8(g.op("MULACC", "int32", g.op("AND", "int32", bx, k(7)), k(2), where(bc, -1, 0))),
+      [i32_u8_i32(N.alu("MULACC", "int32", a("AND", x, 7), 2, -1 if c else 0)) for x, c in zip(xs, cs)])
+    # a floor modulo by the constant -3 is in [-2, 0] (the divisor's sign), which uint8 wraps
+    o("fmod_neg_const_via_u8", via_u8(g.op("FLOORMOD", "int32", g.op("AND", "int32", bx, k(3)), k(-3))),
+      [i32_u8_i32(a("FLOORMOD", a("AND", x, 3), -3)) for x in xs])
+    # x == 5 is true for some x: the WHERE's range is [1, 7], not [7, 7] nor [1, 1] (7 % 5 is 2)
+    o("eq5_sel71_mod5", g.op("CMOD", "int32", g.op("WHERE", "int32", eq5, k(7), k(1)), k(5)),
+      [a("CMOD", 7 if N.alu("CMPEQ", "int32", x, 5) else 1, 5) for x in xs])
     # [1, 2] - [0, 5] is [-4, 2]
     o("sub_mod3", g.op("CMOD", "int32", g.op("SUB", "int32", where(bc, 1, 2), where(bd, 0, 5)), k(3)),
       [a("CMOD", a("SUB", 1 if c else 2, 0 if d else 5), 3) for c, d in zip(cs, ds)])
     # -1 | 2 = -1: OR of a negative operand is negative
     o("or2_via_u8", via_u8(g.op("OR", "int32", where(bc, -1, 1), k(2))),
       [i32_u8_i32(a("OR", -1 if c else 1, 2)) for c in cs])
+    # the same with the operands swapped: the constant first, the possibly negative operand second
+    o("or2_swapped_via_u8", via_u8(g.op("OR", "int32", k(2), where(bc, -1, 1))),
+      [i32_u8_i32(a("OR", 2, -1 if c else 1)) for c in cs])
     # C modulo keeps the dividend's sign: -5 % 3 = -2
     o("mod3_via_u8", via_u8(g.op("CMOD", "int32", where(bc, -5, 5), k(3))),
       [i32_u8_i32(a("CMOD", -5 if c else 5, 3)) for c in cs])
@@ -476,6 +495,14 @@ def gen_value_ranges(C):
     fd = g.op("FLOORDIV", "int32", where(bc, -7, -5), k(-2))
     o("floordiv_neg_mod3", g.op("CMOD", "int32", fd, k(3)),
       [a("CMOD", a("FLOORDIV", -7 if c else -5, -2), 3) for c in cs])
+    # floor(-1 / 2) = -1, floor(1 / 2) = 0: a quotient of operands of mixed sign that is not exact rounds down,
+    # so FLOORDIV(WHERE(c,-1,1), 2) is in [-1, 0] and its floor modulo 3 is 2 or 0 (truncation would say [0, 0])
+    o("floordiv_mixed_sign_fmod3", g.op("FLOORMOD", "int32", g.op("FLOORDIV", "int32", where(bc, -1, 1), k(2)), k(3)),
+      [a("FLOORMOD", a("FLOORDIV", -1 if c else 1, 2), 3) for c in cs])
+    # a floor modulo takes the divisor's sign: (x&3) fmod y for a loaded y = -3 is in [-2, 0], which uint8 wraps
+    by = g.buffer("int32", n, data=[-3] * n)
+    o("fmod_neg_divisor_via_u8", via_u8(g.op("FLOORMOD", "int32", g.op("AND", "int32", bx, k(3)), by)),
+      [i32_u8_i32(a("FLOORMOD", a("AND", x, 3), -3)) for x in xs])
     # NEG of [-5, -2] is [2, 5]: a NEG range taken with the wrong sign on one end ([2, -5]) looks below 3
     w = where(bc, -5, -2)
     o("neg_mod3", g.op("CMOD", "int32", g.op("NEG", "int32", w), k(3)),
@@ -665,6 +692,77 @@ def gen_matmul_k_blocks(C):
     C.add(GRP, "matmul_register_tile_k_blocks", g)
 
 
+def gen_nan_operands(C):
+    # A NaN computed by an arithmetic op reaches MAX as its first operand and WHERE as its false branch: the
+    # oracle's ADD makes every NaN the canonical one (0x7fc00000, whatever the payload of the NaN it read), and
+    # MAX and WHERE pass it on, so a backend that leaves the NaN's canonicalization to a later op must still
+    # canonicalize these operands. x = [NaN with payload 1, 1.0]; numerics.alu per op (exact).
+    dt = "float32"
+    xs = [N.raw(dt, "0x7fc00001"), N.raw(dt, 1)]
+    g = G("float32 x = [NaN payload 1 (0x7fc00001), 1.0], c = [F, F]: MAX(x + 1, 0) and WHERE(c, 0, x + 1) give "
+          "[canonical NaN 0x7fc00000, 2.0] (ADD canonicalizes a NaN; MAX and WHERE pass it on); numerics.alu",
+          [GRP, "alu", "nan", "float32"])
+    bx = g.buffer(dt, 2, data=xs)
+    bc = g.buffer("bool", 2, data=[0, 0])
+    one, zero = N.raw(dt, 1), N.raw(dt, 0)
+    s1 = g.op("ADD", dt, bx, g.const(dt, one))
+    sums = [N.alu("ADD", dt, x, one) for x in xs]
+    assert sums[0] == N.raw(dt, "0x7fc00000")
+    out(g, "max_first", g.op("MAX", dt, s1, g.const(dt, zero)), T([2], [N.alu("MAX", dt, v, zero) for v in sums], dt))
+    out(g, "where_false", g.op("WHERE", dt, bc, g.const(dt, zero), s1), T([2], sums, dt))
+    C.add(GRP, "nan_into_max_and_where_operands", g)
+
+
+def gen_padded_constant_compare(C):
+    # CMPNE(p, 0) for p = PAD of four 1s to six (0, 1, 1, 1, 1, 0): the padded constant is a value whose range is
+    # [0, 1] (not [1, 1], nor a single point), so the comparison is not constant; summed as float32: 4.0
+    dt = "float32"
+    g = G("PAD of EXPAND(int32 1, [4]) by 1 on each side = [0,1,1,1,1,0]; CAST(p != 0, float32) summed: 4.0 (exact)",
+          [GRP, "alu", "range", "pad", "reduce"])
+    p = g.pad(g.expand(g.const("int32", 1), [4]), [1], [6])
+    ne = g.op("CMPNE", "bool", p, g.const("int32", 0))
+    vals = [N.alu("CMPNE", "int32", v, 0) for v in [0, 1, 1, 1, 1, 0]]
+    tot = N.reduce_identity("ADD", dt)
+    for v in vals:
+        tot = N.alu("ADD", dt, tot, N.raw(dt, v))
+    assert tot == N.raw(dt, 4)
+    out(g, "count", g.reduce(g.cast(ne, dt), "ADD", 1), T([], [tot], dt))
+    C.add(GRP, "padded_constant_compared_with_zero", g)
+
+
+def gen_buffer_chain(C):
+    # Two intermediate buffers in a row: t1 = CONTIGUOUS(x + 1), t2 = CONTIGUOUS(PERMUTE(t1)), y = t2 * 2. t2's kernel
+    # reads t1 transposed while it writes t2, so t1 and t2 must not share storage (t1 lives until that kernel
+    # ends); x = [[1,2],[3,4]]: t1 = [[2,3],[4,5]], t2 = [[2,4],[3,5]], y = [[4,8],[6,10]] (exact)
+    dt = "float32"
+    g = G("float32 x = [[1,2],[3,4]]; t1 = CONTIGUOUS(x+1), t2 = CONTIGUOUS(PERMUTE(t1, [1,0])), y = t2*2: "
+          "[[4,8],[6,10]] (a kernel that reads one buffer transposed while writing the next; exact)",
+          [GRP, "schedule", "memory"])
+    x = g.buffer(dt, 4, data=[N.raw(dt, v) for v in (1, 2, 3, 4)])
+    one, two = N.raw(dt, 1), N.raw(dt, 2)
+    t1 = g.op("CONTIGUOUS", dt, g.op("ADD", dt, g.reshape(x, [2, 2]), g.const(dt, one)))
+    t2 = g.op("CONTIGUOUS", dt, g.permute(t1, [1, 0]))
+    tx = T([4], [N.raw(dt, v) for v in (1, 2, 3, 4)], dt).reshape([2, 2])
+    exp = tx.map(lambda e: N.alu("ADD", dt, e, one)).permute([1, 0]).map(lambda e: N.alu("MUL", dt, e, two))
+    out(g, "y", g.op("MUL", dt, t2, g.const(dt, two)), exp)
+    C.add(GRP, "transposed_copy_between_buffers", g)
+
+
+def gen_inplace_reduce(C):
+    # b += sum(x) in place, the sum first: b = [10], x = 16 ones (int32), so b becomes 10 + 16 = 26. The sum
+    # and the add fuse into one kernel that reads b and writes it; a GPU kernel that reduces with several work
+    # items must let one of them read, add and store, or b gets the sum added once per work item.
+    dt = "int32"
+    g = G("int32 b = [10]; b = REDUCE(ADD, x as [16,1]) + b stored into b in place, x = 16 ones: [26] (exact "
+          "integers)", [GRP, "store", "reduce", "int32"])
+    b = g.buffer(dt, 1, data=[10])
+    x = g.buffer(dt, 16, data=[1] * 16)
+    r = g.reduce(g.reshape(x, [16, 1]), "ADD", 1)
+    st = g.store(b, g.op("ADD", dt, r, b))
+    out(g, "b", g.after(b, st), T([1], [26], dt))
+    C.add(GRP, "inplace_sum_into_its_own_operand", g)
+
+
 # -- the guards of the CPU loop passes: shapes and orders a pass must leave alone ------------------------
 def split_fold(op, dt, xs, k):
     """A REDUCE declared split(k) (docs/ir.md): element i goes to accumulator i mod k, each accumulator
@@ -735,6 +833,20 @@ def gen_pass_guards(C):
     assert y.data[:10] == [1 * j - 2 * (10 + j) for j in range(1, 11)]
     out(g, "y", g.reduce(g.op("MUL", dt, va, vb), "ADD", 1), y)
     C.add(GRP, "matmul_columns_no_tile_width_int32", g)
+
+    # A float32 [2,1040] summed over axis 0: one output row of 1040 columns, longer than the CPU passes'
+    # widest register row (1024), so cpu_interchange must cover it in tiles whose width divides 1040 (or
+    # none): every column, 1024..1039 included, is x[0, j] + x[1, j] = j + (1040 + j), exact in float32.
+    dt = "float32"
+    g = G("float32 arange 0..2079 as [2,1040] summed over axis 0: 1040 columns, more than one CPU register row "
+          "(1024) holds; column j is j + (1040 + j) = 1040 + 2j, exact in float32 (expected values: exact "
+          "integers)", [GRP, "reduce", "float32"])
+    b = g.buffer(dt, 2080, init={"arange": {"start": 0, "step": 1}})
+    cols = [N.alu("ADD", dt, N.alu("ADD", dt, N.reduce_identity("ADD", dt), N.raw(dt, Q(j))), N.raw(dt, Q(1040 + j)))
+            for j in range(1040)]
+    assert cols[1039] == N.raw(dt, Q(1040 + 2 * 1039))
+    out(g, "y", g.reduce(g.reshape(b, [2, 1040]), "ADD", 1), T([1040], cols, dt))
+    C.add(GRP, "long_row_sum_float32", g)
 
 
 def gen_range_operands(C):
