@@ -48,6 +48,7 @@ def gen(C):
     gen_pass_guards(C)
     gen_nan_operands(C)
     gen_inplace_reduce(C)
+    gen_range_sweep(C)
     gen_padded_constant_compare(C)
     gen_buffer_chain(C)
 
@@ -700,6 +701,63 @@ def gen_matmul_k_blocks(C):
     C.add(GRP, "matmul_register_tile_k_blocks", g)
 
 
+# -- a sweep of the value-range analysis: every integer op on operands of each sign class ------------------
+# Each operand is a constant (-3 or 3) or a WHERE between two constants whose range is all negative [-5, -2],
+# mixed [-2, 3] or all positive [2, 5]; the four elements take every pair of WHERE branches (c, d = TT, TF, FT,
+# FF). Each result goes through two probes whose rewrites need its range: CAST(CAST(r, uint8), int32)
+# (cast_widen_chain drops the pair when the range lies in [0, 255]) and WHERE(r < 0, 7, 1) % 5 (the comparison
+# folds to a constant when the range lies on one side of 0, and the modulo folds when the WHERE's range lies
+# below 5). A range computed too narrow for any op and sign class changes some element; the probes' values
+# are numerics.alu and numerics.cast (exact, wrapping). No operand is 0, so no division is undefined; shift
+# counts are only the non-negative classes.
+RANGE_CLASSES = [("neg", -5, -2), ("mixed", -2, 3), ("pos", 2, 5)]
+RANGE_CONSTS = [-3, 3]
+RANGE_OPS = ["ADD", "SUB", "MUL", "MAX", "AND", "OR", "XOR", "CDIV", "CMOD", "FLOORDIV", "FLOORMOD", "SHL", "SHR",
+             "CMPLT", "CMPNE", "CMPEQ"]
+
+
+def gen_range_sweep(C):
+    cs = [1, 1, 0, 0]
+    ds = [1, 0, 1, 0]
+    n = len(cs)
+    a = lambda op, *xs: N.alu(op, "int32", *xs)  # noqa: E731
+    for op in RANGE_OPS:
+        g = G(f"value-range sweep of {op} int32: each operand a constant (-3, 3) or WHERE(c|d, lo, hi) over "
+              f"[-5,-2], [-2,3] or [2,5] (c, d = TT, TF, FT, FF), each result probed by CAST(CAST(r, uint8), int32) "
+              f"and WHERE(r < 0, 7, 1) % 5; numerics.alu and numerics.cast (exact, wrapping)",
+              [GRP, "alu", "range", "int32", op.lower()])
+        bc = g.buffer("bool", n, data=cs)
+        bd = g.buffer("bool", n, data=ds)
+        k = lambda v: g.const("int32", v)  # noqa: E731
+        operands = [(f"k{v}".replace("-", "m"), lambda _g, v=v: k(v), [v] * n) for v in RANGE_CONSTS]
+        for cname, cond, conds in (("c", bc, cs), ("d", bd, ds)):
+            for name, lo, hi in RANGE_CLASSES:
+                operands.append((f"{name}_{cname}", lambda _g, cond=cond, lo=lo, hi=hi: g.op("WHERE", "int32", cond, k(lo), k(hi)),
+                                 [lo if t else hi for t in conds]))
+        cmp = op.startswith("CMP")
+        for xname, xnode, xv in operands:
+            for yname, ynode, yv in operands:
+                if xname.startswith("k") and yname.startswith("k"):
+                    continue
+                if xname[-1] == yname[-1] and not xname.startswith("k"):
+                    continue  # both read the same condition: keep one condition per operand
+                if op in ("SHL", "SHR") and min(yv) < 0:
+                    continue
+                if cmp:
+                    node = g.op("WHERE", "int32", g.op(op, "bool", xnode(g), ynode(g)), k(6), k(-1))
+                    vals = [6 if a(op, x, y) else -1 for x, y in zip(xv, yv)]
+                else:
+                    node = g.op(op, "int32", xnode(g), ynode(g))
+                    vals = [a(op, x, y) for x, y in zip(xv, yv)]
+                name = f"{xname}_{yname}"
+                out(g, f"{name}_u8", g.cast(g.cast(node, "uint8"), "int32"),
+                    T([n], [N.cast("uint8", "int32", N.cast("int32", "uint8", v)) for v in vals], "int32"))
+                neg = g.op("CMPLT", "bool", node, k(0))
+                out(g, f"{name}_sign", g.op("CMOD", "int32", g.op("WHERE", "int32", neg, k(7), k(1)), k(5)),
+                    T([n], [a("CMOD", 7 if a("CMPLT", v, 0) else 1, 5) for v in vals], "int32"))
+        C.add(GRP, f"range_sweep_{op.lower()}", g)
+
+
 def gen_nan_operands(C):
     # A NaN computed by an arithmetic op reaches MAX as its first operand and WHERE as its false branch: the
     # oracle's ADD makes every NaN the canonical one (0x7fc00000, whatever the payload of the NaN it read), and
@@ -725,7 +783,8 @@ def gen_padded_constant_compare(C):
     # CMPNE(p, 0) for p = PAD of four 1s to six (0, 1, 1, 1, 1, 0): the padded constant is a value whose range is
     # [0, 1] (not [1, 1], nor a single point), so the comparison is not constant; summed as float32: 4.0
     dt = "float32"
-    g = G("PAD of EXPAND(int32 1, [4]) by 1 on each side = [0,1,1,1,1,0]; CAST(p != 0, float32) summed: 4.0 (exact)",
+    g = G("PAD of EXPAND(int32 1, [4]) by 1 on each side = [0,1,1,1,1,0]; CAST(p != 0, float32) summed: 4.0; "
+          "likewise 0 != p: 4.0, 0 == p: 2.0, p == 0: 2.0, p < 1: 2.0 (exact)",
           [GRP, "alu", "range", "pad", "reduce"])
     p = g.pad(g.expand(g.const("int32", 1), [4]), [1], [6])
     ne = g.op("CMPNE", "bool", p, g.const("int32", 0))
@@ -735,6 +794,20 @@ def gen_padded_constant_compare(C):
         tot = N.alu("ADD", dt, tot, N.raw(dt, v))
     assert tot == N.raw(dt, 4)
     out(g, "count", g.reduce(g.cast(ne, dt), "ADD", 1), T([], [tot], dt))
+    # the same comparisons with the constant first, CMPEQ both ways round, and p < 1: a point range ([0, 0])
+    # against [0, 1] is neither disjoint from it nor the same point
+    pv = [0, 1, 1, 1, 1, 0]
+    for name, opn, first_const, cval, f in (
+            ("ne_const_first", "CMPNE", True, 0, lambda v: N.alu("CMPNE", "int32", 0, v)),
+            ("eq_const_first", "CMPEQ", True, 0, lambda v: N.alu("CMPEQ", "int32", 0, v)),
+            ("eq_pad_first", "CMPEQ", False, 0, lambda v: N.alu("CMPEQ", "int32", v, 0)),
+            ("lt_one", "CMPLT", False, 1, lambda v: N.alu("CMPLT", "int32", v, 1))):
+        kc = g.const("int32", cval)
+        cmp = g.op(opn, "bool", kc, p) if first_const else g.op(opn, "bool", p, kc)
+        t = N.reduce_identity("ADD", dt)
+        for v in pv:
+            t = N.alu("ADD", dt, t, N.raw(dt, f(v)))
+        out(g, name, g.reduce(g.cast(cmp, dt), "ADD", 1), T([], [t], dt))
     C.add(GRP, "padded_constant_compared_with_zero", g)
 
 
