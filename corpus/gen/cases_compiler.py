@@ -915,6 +915,33 @@ def gen_pass_guards(C):
     out(g, "y", g.reduce(g.op("MUL", dt, va, vb), "ADD", 1), y)
     C.add(GRP, "matmul_columns_no_tile_width_int32", g)
 
+    # float32 [2,3] @ [3,16]: 16 columns fit a CPU register tile's width, but 2 rows are fewer than its row block;
+    # the tile must cover both rows (or not fire). Small integers: every product and sum is exact in float32.
+    dt = "float32"
+    a = [1, -2, 3, 4, 5, -6]
+    bv = [(i % 7) - 3 for i in range(48)]
+    g = G("float32 [2,3] @ [3,16] of small integers: 2 rows (fewer than a CPU register tile's row block), 16 columns; "
+          "every product and sum is an integer below 2^24, exact in float32 (expected values: exact integers, k "
+          "ascending)", [GRP, "reduce", "matmul", "float32"])
+    ba = g.buffer(dt, 6, data=[N.raw(dt, v) for v in a])
+    va = g.permute(g.expand(g.reshape(ba, [2, 3]), [16]), [2, 1, 0])
+    bb = g.buffer(dt, 48, data=[N.raw(dt, v) for v in bv])
+    vb = g.permute(g.expand(g.reshape(bb, [3, 16]), [2]), [1, 0, 2])
+    rows = [N.raw(dt, sum(a[i * 3 + kk] * bv[kk * 16 + j] for kk in range(3))) for i in range(2) for j in range(16)]
+    out(g, "y", g.reduce(g.op("MUL", dt, va, vb), "ADD", 1), T([2, 16], rows, dt))
+    C.add(GRP, "matmul_two_rows_float32", g)
+
+    # float32 1..5 summed declared split(2): 5 elements do not fill the last pair of lanes, so the lanes loop
+    # needs a tail (accumulator 0 folds 1, 3, 5 and accumulator 1 folds 2, 4: 9 + 6 = 15)
+    g = G("float32 [1,2,3,4,5] summed declared split(2): accumulators (1+3+5) and (2+4), 15; 5 is not a multiple "
+          "of the 2 lanes (expected value: numerics.alu per op, in the declared order)", [GRP, "reduce", "order", "float32"])
+    xs = [N.raw(dt, v) for v in (1, 2, 3, 4, 5)]
+    b = g.buffer(dt, 5, data=xs)
+    tot = split_fold("ADD", dt, xs, 2)
+    assert tot == N.raw(dt, 15)
+    g.output("sum", g.reduce(b, "ADD", 1, {"split": 2}), [], [tot])
+    C.add(GRP, "split2_odd_length_float32", g)
+
     # A float32 [2,1040] summed over axis 0: one output row of 1040 columns, longer than the CPU passes'
     # widest register row (1024), so cpu_interchange must cover it in tiles whose width divides 1040 (or
     # none): every column, 1024..1039 included, is x[0, j] + x[1, j] = j + (1040 + j), exact in float32.
