@@ -216,7 +216,7 @@ def gen_ring(C):
     ndev, n = 3, 256_032
     seeds = [9101 + d for d in range(ndev)]
     ds = devs(ndev)
-    g = G(f"ALLREDUCE ADD int32 over 3 devices x {n} prng elements in [-1000,1000] (SplitMix64) in the default mode: "
+    g = G(f"ALLREDUCE ADD int32 over 3 devices x {n} prng elements in [-1000,1000] (SplitMix64) in the auto mode: "
           f"more than 256,000 elements per device and more than 2 devices, so the ring (12 copies over the 3 ring "
           f"pairs); then each device sums its reduced tensor (exact integers)", ["allreduce", "multi", "add", "int32", "ring"])
     x = g.buffer("int32", n, device=ds, init={"per_device": [{"prng": {"seed": sd, "lo": -1000, "hi": 1000}} for sd in seeds]})
@@ -225,7 +225,7 @@ def gen_ring(C):
     assert -2**31 <= total < 2**31
     g.output("sum_of_reduced", g.reduce(red, "ADD", 1), [], [[N.raw("int32", total)] for _ in ds])
     pairs = [[f"CPU:{(i + 1) % ndev}", f"CPU:{i}"] for i in range(ndev)]
-    g.sched(copies=2 * ndev * (ndev - 1), copy_pairs=sorted(pairs))
+    g.sched(copies=2 * ndev * (ndev - 1), copy_pairs=sorted(pairs), allreduce="auto")
     C.add("allreduce", "auto_ring_add_int32_3dev_256032", g)
     comps = [[Q(i % 16, 4) * (1 if (i + d) % 3 else -1) for i in range(400)] for d in range(4)]
     allreduce_case(C, "ring_add_float32_4dev_400", "ADD", "float32", 4, comps,

@@ -723,8 +723,11 @@ def gen_range_sweep(C):
     a = lambda op, *xs: N.alu(op, "int32", *xs)  # noqa: E731
     for op in RANGE_OPS:
         g = G(f"value-range sweep of {op} int32: each operand a constant (-3, 3) or WHERE(c|d, lo, hi) over "
-              f"[-5,-2], [-2,3] or [2,5] (c, d = TT, TF, FT, FF), each result probed by CAST(CAST(r, uint8), int32) "
-              f"and WHERE(r < 0, 7, 1) % 5; numerics.alu and numerics.cast (exact, wrapping)",
+              f"[-5,-2], [-2,3] or [2,5] (c, d = TT, TF, FT, FF), each result r probed by CAST(CAST(r, uint8), int32) "
+              f"and WHERE(r < 0, 7, 1) % 5"
+              + (" (r = WHERE(cmp, 6, -1) for a comparison)" if op.startswith("CMP") else "")
+              + (" (the count only from the non-negative classes)" if op in ("SHL", "SHR") else "")
+              + "; numerics.alu and numerics.cast (exact, wrapping)",
               [GRP, "alu", "range", "int32", op.lower()])
         bc = g.buffer("bool", n, data=cs)
         bd = g.buffer("bool", n, data=ds)
@@ -915,12 +918,12 @@ def gen_pass_guards(C):
     out(g, "y", g.reduce(g.op("MUL", dt, va, vb), "ADD", 1), y)
     C.add(GRP, "matmul_columns_no_tile_width_int32", g)
 
-    # float32 [2,3] @ [3,16]: 16 columns fit a CPU register tile's width, but 2 rows are fewer than its row block;
+    # float32 [2,3] @ [3,16]: 16 columns fit a CPU register tile's width, but 2 rows are fewer than its largest row block;
     # the tile must cover both rows (or not fire). Small integers: every product and sum is exact in float32.
     dt = "float32"
     a = [1, -2, 3, 4, 5, -6]
     bv = [(i % 7) - 3 for i in range(48)]
-    g = G("float32 [2,3] @ [3,16] of small integers: 2 rows (fewer than a CPU register tile's row block), 16 columns; "
+    g = G("float32 [2,3] @ [3,16] of small integers: 2 rows (fewer than the CPU register tile's largest row block, 4), 16 columns; "
           "every product and sum is an integer below 2^24, exact in float32 (expected values: exact integers, k "
           "ascending)", [GRP, "reduce", "matmul", "float32"])
     ba = g.buffer(dt, 6, data=[N.raw(dt, v) for v in a])
