@@ -732,10 +732,10 @@ def gen_range_sweep(C):
         bc = g.buffer("bool", n, data=cs)
         bd = g.buffer("bool", n, data=ds)
         k = lambda v: g.const("int32", v)  # noqa: E731
-        operands = [(f"k{v}".replace("-", "m"), lambda _g, v=v: k(v), [v] * n) for v in RANGE_CONSTS]
+        operands = [(f"k{v}".replace("-", "m"), lambda v=v: k(v), [v] * n) for v in RANGE_CONSTS]
         for cname, cond, conds in (("c", bc, cs), ("d", bd, ds)):
             for name, lo, hi in RANGE_CLASSES:
-                operands.append((f"{name}_{cname}", lambda _g, cond=cond, lo=lo, hi=hi: g.op("WHERE", "int32", cond, k(lo), k(hi)),
+                operands.append((f"{name}_{cname}", lambda cond=cond, lo=lo, hi=hi: g.op("WHERE", "int32", cond, k(lo), k(hi)),
                                  [lo if t else hi for t in conds]))
         cmp = op.startswith("CMP")
         for xname, xnode, xv in operands:
@@ -747,10 +747,10 @@ def gen_range_sweep(C):
                 if op in ("SHL", "SHR") and min(yv) < 0:
                     continue
                 if cmp:
-                    node = g.op("WHERE", "int32", g.op(op, "bool", xnode(g), ynode(g)), k(6), k(-1))
+                    node = g.op("WHERE", "int32", g.op(op, "bool", xnode(), ynode()), k(6), k(-1))
                     vals = [6 if a(op, x, y) else -1 for x, y in zip(xv, yv)]
                 else:
-                    node = g.op(op, "int32", xnode(g), ynode(g))
+                    node = g.op(op, "int32", xnode(), ynode())
                     vals = [a(op, x, y) for x, y in zip(xv, yv)]
                 name = f"{xname}_{yname}"
                 out(g, f"{name}_u8", g.cast(g.cast(node, "uint8"), "int32"),
