@@ -2,7 +2,8 @@
 //! C → the CPU runtime): a threaded kernel gives the bits one thread gives and an
 //! independent reference gives; a declared `split(k)` gives the order's bits (computed
 //! here in plain Rust f32 arithmetic, not by the oracle) with n mod k ≠ 0 and NaN, −0 and
-//! infinities among the inputs.
+//! infinities among the inputs; a declared `chunks_of_split(c, k)` runs its chunks on threads
+//! and gives the order's bits.
 
 use std::sync::Arc;
 
@@ -81,10 +82,14 @@ fn split_sum(xs: &[u32], k: usize) -> u64 {
 }
 
 fn sum_runner(xs: &[u32], k: usize) -> Runner {
+    order_sum_runner(xs, ReduceOrder::Split(k))
+}
+
+fn order_sum_runner(xs: &[u32], order: ReduceOrder) -> Runner {
     let ctx = Ctx::new();
     let bits: Vec<u64> = xs.iter().map(|&x| x as u64).collect();
     let x = Tensor::from_data(&ctx, &[xs.len()], DType::Float32, Device::cpu(0), &bits).unwrap();
-    let root = workloads::reduce(&x, Op::ADD, 1, ReduceOrder::Split(k)).unwrap();
+    let root = workloads::reduce(&x, Op::ADD, 1, order).unwrap();
     let w = Workload {
         name: "sum",
         size: String::new(),
@@ -139,6 +144,36 @@ fn split_lanes_give_the_declared_orders_bits() {
             assert_eq!(got, vec![split_sum(xs, k)], "{name}, split({k})");
         }
     }
+}
+
+#[test]
+fn chunks_of_split_runs_its_chunks_on_threads_with_the_orders_bits() {
+    // 64 chunks of 4096, each a split(32) fold, the chunk sums folded from +0 (docs/ir.md),
+    // computed here in plain f32 arithmetic. The scheduler makes the chunks an output axis
+    // of their own kernel (schedule::chunked), which cpu_threads runs on threads.
+    let (c, k, n) = (64usize, 32usize, 64 * 4096);
+    let mut rng = Rng::new(23);
+    let xs: Vec<u32> = rng.f32s(n, -1e3, 1e3).iter().map(|f| f.to_bits()).collect();
+    let s = n / c;
+    let mut want = 0.0f32;
+    for chunk in xs.chunks(s) {
+        let mut lanes = vec![0.0f32; k];
+        for (q, &x) in chunk.iter().enumerate() {
+            lanes[q % k] += f32::from_bits(x);
+        }
+        want += lanes[1..].iter().fold(lanes[0], |a, &b| a + b);
+    }
+    let r = order_sum_runner(&xs, ReduceOrder::ChunksOfSplit(c, k));
+    assert!(r.source.contains("void par_k_"), "the chunks are not a parallel loop:\n{}", r.source);
+    assert!(r.source.contains(&format!("[{k}];")), "no {k}-lane array:\n{}", r.source);
+    assert!(r.threads_used(4).unwrap() > 1, "64 chunks of 4096 should use >1 thread");
+    r.run_on(Some(1)).unwrap();
+    let one = out_bits(&r);
+    r.run_on(Some(4)).unwrap();
+    assert_eq!(out_bits(&r), one, "4 threads differ from 1 thread");
+    assert_eq!(one, vec![want.to_bits() as u64]);
+    // The order is observable on this data: a plain split(32) over all elements differs.
+    assert_ne!(split_sum(&xs, k), want.to_bits() as u64);
 }
 
 /// Float32 values with specials mixed in, a few every `period` elements (NaN with payloads,

@@ -57,9 +57,28 @@ pub fn schedule_with_opts(
     passes: &[RuleSet],
     opts: &ScheduleOpts,
 ) -> Result<Schedule, ScheduleError> {
-    let plan = crate::schedule::plan(g, ver, roots, opts)?;
-    check_buffers(&plan, roots)?;
-    lower_plan(plan, g, ver, passes, opts)
+    with_chunk_orders_split(g, ver, roots, |g, ver, roots| {
+        let plan = crate::schedule::plan(g, ver, roots, opts)?;
+        check_buffers(&plan, roots)?;
+        lower_plan(plan, g, ver, passes, opts)
+    })
+}
+
+/// Runs `schedule` on the graph with its declared `chunks_of_split` REDUCEs split in two
+/// (`schedule::chunked`), and maps the schedule's node ids back to `g`'s; on `g` itself
+/// when it has none.
+fn with_chunk_orders_split(
+    g: &Graph,
+    ver: &Verified,
+    roots: &[NodeId],
+    schedule: impl FnOnce(&Graph, &Verified, &[NodeId]) -> Result<Schedule, ScheduleError>,
+) -> Result<Schedule, ScheduleError> {
+    match crate::schedule::chunked::split_chunk_orders(g, ver, roots) {
+        None => schedule(g, ver, roots),
+        Some(rw) => schedule(&rw.graph, &rw.ver, &rw.roots)
+            .map(|s| rw.restore(s))
+            .map_err(|e| rw.restore_err(e)),
+    }
 }
 
 /// Every buffer the schedule allocates has at most the oracle's per-value limit of
@@ -96,9 +115,11 @@ pub fn schedule_traced(
     opts: &ScheduleOpts,
     trace: &mut RewriteTrace,
 ) -> Result<Schedule, ScheduleError> {
-    let plan = crate::schedule::plan(g, ver, roots, opts)?;
-    check_buffers(&plan, roots)?;
-    lower_plan_traced(plan, g, ver, passes, opts, Some(trace))
+    with_chunk_orders_split(g, ver, roots, |g, ver, roots| {
+        let plan = crate::schedule::plan(g, ver, roots, opts)?;
+        check_buffers(&plan, roots)?;
+        lower_plan_traced(plan, g, ver, passes, opts, Some(trace))
+    })
 }
 
 /// Lowers, optimizes for each kernel's target (`ScheduleOpts::target_for` its device) and linearizes every kernel of `plan` (step `k` is

@@ -507,13 +507,17 @@ pub fn parse_arg(op: Op, dtype: DType, v: &Json) -> Result<Arg, String> {
                     o,
                     n,
                     serde_json::from_value(ord.clone())
-                        .map_err(|e| format!("bad reduce order {ord} (\"sequential\", {{\"split\": k}}, {{\"chunks\": k}}, {{\"tree\": leaf}}): {e}"))?,
+                        .map_err(|e| format!("bad reduce order {ord} (\"sequential\", {{\"split\": k}}, {{\"chunks\": k}}, {{\"tree\": leaf}}, {{\"chunks_of_split\": [c, k]}}): {e}"))?,
                 ),
                 _ => return Err(format!("expected [op, n] or [op, n, order], found {v}")),
             };
             if matches!(
                 order,
-                ReduceOrder::Split(0) | ReduceOrder::Chunks(0) | ReduceOrder::Tree(0)
+                ReduceOrder::Split(0)
+                    | ReduceOrder::Chunks(0)
+                    | ReduceOrder::Tree(0)
+                    | ReduceOrder::ChunksOfSplit(0, _)
+                    | ReduceOrder::ChunksOfSplit(_, 0)
             ) {
                 return Err(format!("reduce order {order:?} needs a positive count"));
             }

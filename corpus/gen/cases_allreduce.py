@@ -231,6 +231,22 @@ def gen_ring(C):
     allreduce_case(C, "ring_add_float32_4dev_400", "ADD", "float32", 4, comps,
                    f"ALLREDUCE ADD float32 over 4 devices x 400 quarter-integers in [-3.75, 3.75]: every partial sum is a small "
                    f"dyadic, exact in float32 whatever the order; {ring} (chunks 112/96/96/96)", tags=["ring"], ring=True)
+    # Fewer elements than devices: 2 elements on 4 devices make the chunks [2, 0, 0, 0] (factor 2, one unit), and
+    # an empty chunk has nothing to move, so only chunk 0 travels: 3 reduce-scatter and 3 all-gather hops, still
+    # over the ring pairs (all four of them: 1<-0, 2<-1, 3<-2 reducing, then 0<-3, 1<-0, 2<-1 gathering).
+    ndev, n = 4, 2
+    comps = [[10 ** d, 2 * 10 ** d] for d in range(ndev)]
+    g = G("ALLREDUCE ADD int32 over 4 devices x 2 elements ([1,2], [10,20], [100,200], [1000,2000]) forced to the "
+          "ring: the chunks are [2, 0, 0, 0], so only the first travels, 3 reduce-scatter and 3 all-gather copies over "
+          "the 4 ring pairs; every device gets [1111, 2222] (exact integers)", ["allreduce", "multi", "add", "int32", "ring", "uneven"])
+    ds = devs(ndev)
+    x = g.buffer("int32", n, device=ds, data=comps)
+    res = fold("ADD", "int32", [[N.raw("int32", v) for v in c] for c in comps])
+    assert res == [1111, 2222]
+    g.output("reduced", g.op("ALLREDUCE", "int32", x, arg=["ADD", ds]), [n], [res] * ndev)
+    pairs = [[f"CPU:{(i + 1) % ndev}", f"CPU:{i}"] for i in range(ndev)]
+    g.sched(copies=2 * (ndev - 1), copy_pairs=sorted(pairs), allreduce="ring")
+    C.add("allreduce", "ring_add_int32_4dev_2", g)
     comps = [[(i * (d + 3)) % 11 - 5 for i in range(7)] for d in range(3)]
     allreduce_case(C, "ring_max_int32_3dev_7", "MAX", "int32", 3, comps,
                    f"ALLREDUCE MAX int32 over 3 devices x 7 elements (7 splits unevenly into 3 ring chunks); {ring}", tags=["ring", "uneven"], ring=True)

@@ -51,6 +51,7 @@ def gen(C):
     gen_range_sweep(C)
     gen_padded_constant_compare(C)
     gen_buffer_chain(C)
+    gen_chunks_of_split(C)
 
 
 # -- index arithmetic: masks, comparisons, negative offsets --------------------------------------------
@@ -711,7 +712,7 @@ def gen_matmul_k_blocks(C):
 # are numerics.alu and numerics.cast (exact, wrapping). No operand is 0, so no division is undefined; shift
 # counts are only the non-negative classes.
 RANGE_CLASSES = [("neg", -5, -2), ("mixed", -2, 3), ("pos", 2, 5)]
-RANGE_CONSTS = [-3, 3]
+RANGE_CONSTS = [-5, -3, 3]
 RANGE_OPS = ["ADD", "SUB", "MUL", "MAX", "AND", "OR", "XOR", "CDIV", "CMOD", "FLOORDIV", "FLOORMOD", "SHL", "SHR",
              "CMPLT", "CMPNE", "CMPEQ"]
 
@@ -722,9 +723,9 @@ def gen_range_sweep(C):
     n = len(cs)
     a = lambda op, *xs: N.alu(op, "int32", *xs)  # noqa: E731
     for op in RANGE_OPS:
-        g = G(f"value-range sweep of {op} int32: each operand a constant (-3, 3) or WHERE(c|d, lo, hi) over "
+        g = G(f"value-range sweep of {op} int32: each operand a constant (-5, -3, 3) or WHERE(c|d, lo, hi) over "
               f"[-5,-2], [-2,3] or [2,5] (c, d = TT, TF, FT, FF), each result r probed by CAST(CAST(r, uint8), int32) "
-              f"and WHERE(r < 0, 7, 1) % 5"
+              f", WHERE(r < 0, 7, 1) % 5 and WHERE(r < 0, 1, 7) % 5"
               + (" (r = WHERE(cmp, 6, -1) for a comparison)" if op.startswith("CMP") else "")
               + (" (the count only from the non-negative classes)" if op in ("SHL", "SHR") else "")
               + "; numerics.alu and numerics.cast (exact, wrapping)",
@@ -758,7 +759,23 @@ def gen_range_sweep(C):
                 neg = g.op("CMPLT", "bool", node, k(0))
                 out(g, f"{name}_sign", g.op("CMOD", "int32", g.op("WHERE", "int32", neg, k(7), k(1)), k(5)),
                     T([n], [a("CMOD", 7 if a("CMPLT", v, 0) else 1, 5) for v in vals], "int32"))
+                # mirrored: a range that wrongly leaves out 0 and the positives makes the WHERE look like 1
+                out(g, f"{name}_nsign", g.op("CMOD", "int32", g.op("WHERE", "int32", neg, k(1), k(7)), k(5)),
+                    T([n], [a("CMOD", 1 if a("CMPLT", v, 0) else 7, 5) for v in vals], "int32"))
         C.add(GRP, f"range_sweep_{op.lower()}", g)
+
+    # Division and modulo by a constant 0 inside an empty reduction: never evaluated, so no UB and the sums are
+    # the identity 0; a range analysis must still give the divisor-0 results a range (the value rules probe them
+    # through the uint8 round trip) without failing.
+    g = G("int32 [4] viewed as [0,4] (an empty axis first), FLOORMOD, FLOORDIV, CMOD and CDIV by the constant 0, "
+          "each cast to uint8 and back and summed over the empty axis: never evaluated (no UB), every sum is the "
+          "identity: [0, 0, 0, 0]; by hand", [GRP, "alu", "range", "int32", "reduce"])
+    b = g.buffer("int32", 4, data=[1, -2, 3, -4])
+    empty = g.permute(g.shrink(g.reshape(b, [4, 1]), [0, 0], [4, 0]), [1, 0])
+    for op in ("FLOORMOD", "FLOORDIV", "CMOD", "CDIV"):
+        r = g.op(op, "int32", empty, g.const("int32", 0))
+        out(g, op.lower(), g.reduce(g.cast(g.cast(r, "uint8"), "int32"), "ADD", 1), T([4], [0] * 4, "int32"))
+    C.add(GRP, "division_by_zero_in_an_empty_axis", g)
 
 
 def gen_nan_operands(C):
@@ -769,7 +786,9 @@ def gen_nan_operands(C):
     dt = "float32"
     xs = [N.raw(dt, "0x7fc00001"), N.raw(dt, 1)]
     g = G("float32 x = [NaN payload 1 (0x7fc00001), 1.0], c = [F, F]: MAX(x + 1, 0) and WHERE(c, 0, x + 1) give "
-          "[canonical NaN 0x7fc00000, 2.0] (ADD canonicalizes a NaN; MAX and WHERE pass it on); numerics.alu",
+          "[canonical NaN 0x7fc00000, 2.0] (ADD canonicalizes a NaN; MAX and WHERE pass it on); with y = [1, 2], "
+          "d = [T, F], MAX(x + 1, y + 1) and WHERE(d, x + 1, y * 2), both operands computed, give [canonical NaN, "
+          "3.0] and [canonical NaN, 4.0]; numerics.alu",
           [GRP, "alu", "nan", "float32"])
     bx = g.buffer(dt, 2, data=xs)
     bc = g.buffer("bool", 2, data=[0, 0])
@@ -779,6 +798,18 @@ def gen_nan_operands(C):
     assert sums[0] == N.raw(dt, "0x7fc00000")
     out(g, "max_first", g.op("MAX", dt, s1, g.const(dt, zero)), T([2], [N.alu("MAX", dt, v, zero) for v in sums], dt))
     out(g, "where_false", g.op("WHERE", dt, bc, g.const(dt, zero), s1), T([2], sums, dt))
+    # Both operands computed (neither a constant nor a load): MAX(x + 1, y + 1) and WHERE(d, x + 1, y * 2) with
+    # y = [1, 2], d = [T, F] give [canonical NaN, 3.0] and [canonical NaN, 4.0].
+    ys = [N.raw(dt, 1), N.raw(dt, 2)]
+    by = g.buffer(dt, 2, data=ys)
+    bd = g.buffer("bool", 2, data=[1, 0])
+    two = N.raw(dt, 2)
+    y1 = g.op("ADD", dt, by, g.const(dt, one))
+    y2 = g.op("MUL", dt, by, g.const(dt, two))
+    out(g, "max_both_computed", g.op("MAX", dt, s1, y1),
+        T([2], [N.alu("MAX", dt, a, N.alu("ADD", dt, y, one)) for a, y in zip(sums, ys)], dt))
+    out(g, "where_both_computed", g.op("WHERE", dt, bd, s1, y2),
+        T([2], [a if d else N.alu("MUL", dt, y, two) for a, y, d in zip(sums, ys, [1, 0])], dt))
     C.add(GRP, "nan_into_max_and_where_operands", g)
 
 
@@ -896,6 +927,35 @@ def gen_pass_guards(C):
     assert tot == N.raw(dt, "719400.0")
     g.output("sum", g.reduce(b, "ADD", 1, {"split": 1100}), [], [tot])
     C.add(GRP, "declared_split_wider_than_lanes_float32", g)
+
+    # The same split(1100) on data where the order shows in the bits: x[0] = 1e8, x[1] = -1e8, x[1100] = 1,
+    # zeros elsewhere. Accumulator 0 folds x[0] and x[1100]: 1e8 + 1 rounds back to 1e8 (float32 spacing is 8
+    # at 1e8); accumulator 1 is -1e8, the others +0; combined left to right: 1e8 + -1e8 = 0, then + 0s: 0.0.
+    # Folded sequentially (an order the declaration does not allow) the sum is (1e8 + -1e8) + 1 = 1.0.
+    lits = [0] * 1200
+    lits[0], lits[1], lits[1100] = 10 ** 8, -(10 ** 8), 1
+    xs = [N.raw(dt, v) for v in lits]
+    tot = split_fold("ADD", dt, xs, 1100)
+    assert tot == N.raw(dt, 0) and seq_fold("ADD", dt, xs) == N.raw(dt, 1)
+    g = G("float32 [1e8, -1e8, 0 ..., 1 (at 1100), 0 ...] (1200 elements) summed declared split(1100): "
+          "accumulator 0 folds 1e8 and 1 (1e8 + 1 rounds to 1e8), accumulator 1 is -1e8, combined left to right: "
+          "0.0, where the sequential order gives 1.0; more accumulators than the CPU lanes and GPU local passes "
+          "take (expected value: numerics.alu per op, in the declared order)", [GRP, "reduce", "order", "float32"])
+    b = g.buffer(dt, 1200, data=xs)
+    g.output("sum", g.reduce(b, "ADD", 1, {"split": 1100}), [], [tot])
+    C.add(GRP, "declared_split_wider_than_lanes_order_float32", g)
+
+    # 65537 float32 ones summed declared split(65537): one element per accumulator, every partial an integer
+    # below 2^24, so the sum is exactly 65537.0. More accumulators than a GPU workgroup holds (65536 work items):
+    # a GPU pass must fold them in a loop, not one work item each.
+    g = G("65537 float32 ones summed declared split(65537): each accumulator folds one 1.0, combined left to "
+          "right: 65537.0, exact in float32 (expected value: numerics.alu per op, in the declared order); more "
+          "accumulators than one GPU workgroup's 65536 work items", [GRP, "reduce", "order", "float32"])
+    b = g.buffer(dt, 65537, init={"fill": "1.0"})
+    tot = split_fold("ADD", dt, [N.raw(dt, 1)] * 65537, 65537)
+    assert tot == N.raw(dt, 65537)
+    g.output("sum", g.reduce(b, "ADD", 1, {"split": 65537}), [], [tot])
+    C.add(GRP, "declared_split_wider_than_a_workgroup_float32", g)
 
     # int32 [2,2] @ [2,10]: 10 columns are not a multiple of the CPU register tile's widths (16 or 8 int32),
     # so cpu_tile must leave the matmul to cpu_interchange; a tile of another width would have to cover all
@@ -1029,3 +1089,85 @@ def gen_range_operands(C):
     out(g, "window_plus_100", g.op("ADD", "int32", view, g.expand(g.const("int32", 100), [3])),
         T([3], [N.alu("ADD", "int32", v, 100) for v in tv.data], "int32"))
     C.add(GRP, "flat_window_to_the_divisor", g)
+
+
+# -- declared chunks_of_split(c, k): the order a compiler runs on threads (chunks) and lanes (split) ------
+def chunks_of_split_fold(op, dt, xs, c, k):
+    """A REDUCE declared chunks_of_split(c, k) (docs/ir.md): c contiguous chunks of len(xs)/c elements, each
+    the split(k) fold of its own elements (accumulator = position within the chunk mod k), and the c chunk
+    results folded in order from the identity (numerics.alu: exact, one rounding per op)."""
+    assert len(xs) % c == 0
+    s = len(xs) // c
+    acc = N.reduce_identity(op, dt)
+    for j in range(c):
+        acc = N.alu(op, dt, acc, split_fold(op, dt, xs[j * s:(j + 1) * s], k))
+    return acc
+
+
+def seq_fold(op, dt, xs):
+    acc = N.reduce_identity(op, dt)
+    for x in xs:
+        acc = N.alu(op, dt, acc, x)
+    return acc
+
+
+def gen_chunks_of_split(C):
+    # Eight float32 values where every order gives a different sum (float32 spacing at 1e8 is 8, so 1e8 + 1
+    # and 1e8 + 2 round back to 1e8). chunks_of_split(2, 2): chunk [1e8, 1, -1e8, 1] gives (1e8 + -1e8) +
+    # (1 + 1) = 2, chunk [1, 1e8, 1, -1e8] gives (1 + 1) + (1e8 + -1e8) = 2, folded from 0: 4. split(2) over
+    # all eight: accumulator 0 = ((1e8 + -1e8) + 1) + 1 = 2, accumulator 1 = ((1 + 1) + 1e8) + -1e8 = 0: 2.
+    # chunks(2) folds each chunk sequentially, ((1e8 + 1) + -1e8) + 1 = 1 and ((1 + 1e8) + 1) + -1e8 = 0, then
+    # 1 + 0 = 1. Sequential: 0.
+    dt = "float32"
+    lits = [10 ** 8, 1, -(10 ** 8), 1, 1, 10 ** 8, 1, -(10 ** 8)]
+    xs = [N.raw(dt, v) for v in lits]
+    g = G("float32 [1e8, 1, -1e8, 1, 1, 1e8, 1, -1e8] summed declared chunks_of_split(2, 2): each chunk of four "
+          "is a split(2) fold, (1e8 + -1e8) + (1 + 1) = 2 and (1 + 1) + (1e8 + -1e8) = 2, and the chunks fold "
+          "from 0 to 4, where split(2) gives 2, chunks(2) gives 1 and the sequential order 0 (1e8 + 1 and "
+          "1e8 + 2 round to 1e8); also MAX declared chunks_of_split(4, 2), and a [8,3] tensor summed over axis "
+          "0 declared chunks_of_split(2, 2) per column (expected values: numerics.alu per op, in the declared "
+          "order)", [GRP, "reduce", "order", "float32"])
+    b = g.buffer(dt, 8, data=xs)
+    want = {
+        "chunks_of_split_2_2": (chunks_of_split_fold("ADD", dt, xs, 2, 2), {"chunks_of_split": [2, 2]}, 4),
+        "split2": (split_fold("ADD", dt, xs, 2), {"split": 2}, 2),
+        "chunks2": (None, {"chunks": 2}, 1),
+        "sequential": (seq_fold("ADD", dt, xs), None, 0),
+    }
+    # chunks(2), independently: each chunk of four folded sequentially from 0, the two combined.
+    want["chunks2"] = (N.alu("ADD", dt, seq_fold("ADD", dt, xs[:4]), seq_fold("ADD", dt, xs[4:])), {"chunks": 2}, 1)
+    for name, (v, order, hand) in want.items():
+        assert v == N.raw(dt, hand), (name, v)
+        g.output(name, g.reduce(b, "ADD", 1, order), [], [v])
+    mx = chunks_of_split_fold("MAX", dt, xs, 4, 2)
+    assert mx == N.raw(dt, 10 ** 8)
+    g.output("max_chunks_of_split_4_2", g.reduce(b, "MAX", 1, {"chunks_of_split": [4, 2]}), [], [mx])
+    # [8,3]: column 0 is the eight values above, column 1 the same reversed, column 2 is 0.5, 1.5, ..., 7.5.
+    cols = [xs, xs[::-1], [N.raw(dt, Q(2 * i + 1, 2)) for i in range(8)]]
+    flat = [cols[j][i] for i in range(8) for j in range(3)]
+    b2 = g.buffer(dt, 24, data=flat)
+    per_col = [chunks_of_split_fold("ADD", dt, col, 2, 2) for col in cols]
+    assert per_col[2] == N.raw(dt, 32)
+    g.output("columns", g.reduce(g.reshape(b2, [8, 3]), "ADD", 1, {"chunks_of_split": [2, 2]}), [3], per_col)
+    C.add(GRP, "declared_chunks_of_split_float32", g)
+
+    # Long enough for the CPU passes to apply: 4096 elements in 8 chunks of 512, each a split(32) fold (lanes),
+    # the chunks an output axis the scheduler can run on threads. The operand is x * 0.1 (x integers from the
+    # case format's prng), so every element is rounded and the fold order shows in the bits.
+    n, c, k = 4096, 8, 32
+    prng = {"seed": 1207, "lo": -1000000, "hi": 1000000}
+    ints = splitmix64(prng["seed"], n, prng["lo"], prng["hi"])
+    tenth = N.round_fraction(dt, Q(1, 10))  # the float32 nearest 0.1
+    xs = [N.alu("MUL", dt, N.raw(dt, Q(v)), tenth) for v in ints]
+    tot = chunks_of_split_fold("ADD", dt, xs, c, k)
+    seq = seq_fold("ADD", dt, xs)
+    assert tot != seq and tot != split_fold("ADD", dt, xs, k)
+    g = G("float32 x * 0.1 for 4096 prng integers x in [-1e6, 1e6], summed declared chunks_of_split(8, 32): 8 "
+          "contiguous chunks of 512, each folded in 32 interleaved accumulators, the chunk sums folded from 0 "
+          "(differs from the sequential and the plain split(32) sums on this data); expected values: numerics.alu "
+          "per op, in the declared order", [GRP, "reduce", "order", "float32", "prng"])
+    x = g.buffer(dt, n, init={"prng": prng})
+    y = g.op("MUL", dt, x, g.const(dt, tenth))
+    g.output("sum", g.reduce(y, "ADD", 1, {"chunks_of_split": [c, k]}), [], [tot])
+    g.output("sequential", g.reduce(y, "ADD", 1), [], [seq])
+    C.add(GRP, "declared_chunks_of_split_4096_float32", g)

@@ -573,6 +573,16 @@ fn verify_node(g: &Graph, infos: &[Info], id: NodeId, lim: &Limits) -> Result<In
                     return Err(e(format!("reduce order {order:?} needs 1..={most} parts ({reduced} reduced elements)")));
                 }
             }
+            if let ReduceOrder::ChunksOfSplit(c, k) = *order {
+                if c == 0 || c > most || k == 0 || k > most {
+                    return Err(e(format!("reduce order {order:?} needs 1..={most} chunks and 1..={most} lanes ({reduced} reduced elements)")));
+                }
+                if reduced % c != 0 {
+                    return Err(e(format!(
+                        "reduce order {order:?}: {c} chunks do not divide the {reduced} reduced elements"
+                    )));
+                }
+            }
             if let ReduceOrder::Tree(0) = *order {
                 return Err(e(
                     "reduce order Tree(0) needs a leaf size of at least 1".into()

@@ -236,22 +236,45 @@ fn declared_orders_match_native_float32() {
             "tree {leaf}"
         );
     }
+    // chunks_of_split(c, k): c chunks of 1000/c, each a split(k) fold of its own elements
+    // (accumulator = position within the chunk mod k), the chunk results summed from 0.
+    for (c, k) in [(2usize, 4usize), (8, 3), (10, 16), (1000, 1), (1, 7)] {
+        let s = 1000 / c;
+        let mut want = 0.0f32;
+        for j in 0..c {
+            let mut accs = vec![0.0f32; k];
+            for (q, v) in xs[j * s..(j + 1) * s].iter().enumerate() {
+                accs[q % k] += v;
+            }
+            want += accs[1..].iter().fold(accs[0], |a, &b| a + b);
+        }
+        assert_eq!(
+            run(ReduceOrder::ChunksOfSplit(c, k)),
+            want.to_bits(),
+            "chunks_of_split({c}, {k})"
+        );
+    }
     // The orders really differ from the canonical one on this data (the replay is not trivial).
     assert_ne!(run(ReduceOrder::Split(4)), run(ReduceOrder::Sequential));
+    assert_ne!(run(ReduceOrder::ChunksOfSplit(2, 4)), run(ReduceOrder::Split(4)));
+    assert_ne!(run(ReduceOrder::ChunksOfSplit(2, 4)), run(ReduceOrder::Chunks(2)));
 }
 
 #[test]
 fn reduce_order_json_spelling() {
     let orders: Vec<ReduceOrder> =
-        serde_json::from_str(r#"["sequential", {"split": 4}, {"chunks": 2}, {"tree": 8}]"#)
-            .unwrap();
+        serde_json::from_str(
+            r#"["sequential", {"split": 4}, {"chunks": 2}, {"tree": 8}, {"chunks_of_split": [16, 32]}]"#,
+        )
+        .unwrap();
     assert_eq!(
         orders,
         vec![
             ReduceOrder::Sequential,
             ReduceOrder::Split(4),
             ReduceOrder::Chunks(2),
-            ReduceOrder::Tree(8)
+            ReduceOrder::Tree(8),
+            ReduceOrder::ChunksOfSplit(16, 32)
         ]
     );
 }

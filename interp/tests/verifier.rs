@@ -257,3 +257,36 @@ fn unordered_stores_to_one_buffer_are_an_error() {
         other => panic!("expected an ordering error, got {:?}", other.map(|_| ())),
     }
 }
+
+#[test]
+fn chunks_of_split_needs_chunks_that_divide_the_reduced_elements() {
+    use uopkit_interp::ir::ReduceOrder;
+    let reduce = |order: ReduceOrder| {
+        let mut g = Graph::new();
+        let b = buffer(&mut g, 0, 12, DType::Float32, cpu(0));
+        let v = add(&mut g, Op::RESHAPE, DType::Float32, &[b], Arg::Shape(vec![6, 2]));
+        let r = add(
+            &mut g,
+            Op::REDUCE,
+            DType::Float32,
+            &[v],
+            Arg::Reduce {
+                op: Op::ADD,
+                axes: 1,
+                order,
+            },
+        );
+        (g, r)
+    };
+    // 6 reduced elements per output: 3 chunks of 2 (or 6 of 1) are fine, 4 chunks are not.
+    for ok in [(3, 2), (6, 1), (1, 8)] {
+        let (g, _) = reduce(ReduceOrder::ChunksOfSplit(ok.0, ok.1));
+        assert!(verify(&g).is_ok(), "chunks_of_split{ok:?} of 6 elements");
+    }
+    let (g, r) = reduce(ReduceOrder::ChunksOfSplit(4, 2));
+    rejected(&g, r, "4 chunks do not divide the 6 reduced elements");
+    let (g, r) = reduce(ReduceOrder::ChunksOfSplit(0, 2));
+    rejected(&g, r, "chunks and 1..=");
+    let (g, r) = reduce(ReduceOrder::ChunksOfSplit(2, 0));
+    rejected(&g, r, "chunks and 1..=");
+}

@@ -76,7 +76,7 @@ pub(crate) fn per_element_in_order(op: Op, order: &ReduceOrder, dt: DType) -> bo
     let sequential = match *order {
         ReduceOrder::Sequential => true,
         ReduceOrder::Split(k) | ReduceOrder::Chunks(k) => k <= 1,
-        ReduceOrder::Tree(_) => false,
+        ReduceOrder::Tree(_) | ReduceOrder::ChunksOfSplit(..) => false,
     };
     sequential || order_free(op, dt)
 }

@@ -14,7 +14,8 @@
 //! `split(k)` keeps k accumulators (element f of the flat reduced index goes to f mod k),
 //! `chunks(k)` one per block of ⌈n/k⌉ (f / ⌈n/k⌉); both combine left to right. `tree(leaf)`
 //! folds each leaf of the oracle's halving (`kgraph::tree_leaves`) in its own loop over
-//! f = lo + v and combines the leaves in the tree's shape.
+//! f = lo + v and combines the leaves in the tree's shape. `chunks_of_split(c, k)` becomes a
+//! sequential REDUCE over the c chunks of a `split(k)` REDUCE over each chunk's elements.
 
 use uopkit_interp::ir::table::reduce_identity;
 use uopkit_interp::ir::{Arg, DType, Graph, KArg, NodeId, Op, ReduceOrder};
@@ -68,6 +69,7 @@ fn reduce_to_acc(g: &mut Graph, _c: &Captures, id: NodeId) -> Option<NodeId> {
             Some(accumulate(g, op, n.dtype, x, rs, &outer, pass_id(id, 0)))
         }
         ReduceOrder::Tree(leaf) => r.tree(g, leaf.max(1)),
+        ReduceOrder::ChunksOfSplit(c, k) => r.chunks_of_split(g, c, k),
     }
 }
 
@@ -248,6 +250,28 @@ impl Red<'_> {
         let fin = after(g, out, &[combined]);
         let fin_at = alu(g, Op::INDEX, dt, vec![fin, zero]);
         Some(alu(g, Op::LOAD, dt, vec![fin_at]))
+    }
+
+    /// `chunks_of_split(c, k)` in one kernel (the scheduler usually splits it into two REDUCEs
+    /// first, `schedule::chunked`): chunk j < c folds f = j·s + q for q < s = n/c in a REDUCE
+    /// declaring `split(k)`, and a sequential REDUCE over j folds the chunk results from the
+    /// identity. Both are expanded next. Not lowered when c does not divide n (the verifier
+    /// rejects such a graph).
+    fn chunks_of_split(&self, g: &mut Graph, c: usize, k: usize) -> Option<NodeId> {
+        let (op, dt) = (self.op, self.dt);
+        let total = self.total(g)?;
+        let c = i128::try_from(c).ok().filter(|&c| c > 0 && total % c == 0)?;
+        let s = total / c;
+        let i64t = DType::Int64;
+        let cn = i64c(g, c);
+        let j = add(g, Op::RANGE, i64t, vec![cn], KArg::Axis(pass_id(self.id, 0)), 0);
+        let sn = i64c(g, s);
+        let q = add(g, Op::RANGE, i64t, vec![sn], KArg::Axis(pass_id(self.id, 2)), 0);
+        let start = alu(g, Op::MUL, i64t, vec![j, sn]);
+        let f = alu(g, Op::ADD, i64t, vec![start, q]);
+        let xf = self.at_flat(g, f)?;
+        let part = reduce(g, op, dt, xf, &[q], ReduceOrder::Split(k));
+        Some(reduce(g, op, dt, part, &[j], ReduceOrder::Sequential))
     }
 
     /// The oracle's pairwise tree: leaf j folds f = lo + v for v < hi − lo into acc[j];

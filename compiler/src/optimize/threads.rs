@@ -33,10 +33,10 @@
 //! runs such launches on one thread.
 //!
 //! Not covered: a reduction with no output axis (a whole-tensor sum) has no outer loop to
-//! split. Running a declared `chunks(k)` order's chunks on threads needs storage for the k
-//! partials that all threads of a launch see and a combine (`p₀ ⊕ p₁ ⊕ …`, from p₀, not
-//! from the identity) run once after they finish: a second kernel step or a per-launch
-//! scratch buffer the runtime passes to a finishing entry.
+//! split. A sum declared `chunks_of_split(c, k)` gets one: the scheduler makes its c chunk
+//! results an output axis of their own kernel (`schedule::chunked`), which this pass runs on
+//! threads. A declared `chunks(k)` order (combined from p₀, not from the identity, and each
+//! chunk sequential) is not split that way.
 
 use std::collections::BTreeMap;
 

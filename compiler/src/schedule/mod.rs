@@ -10,11 +10,14 @@
 //! - [`memory`]: lets intermediate buffers whose lifetimes do not overlap share storage.
 //! - [`allreduce`]: lowers ALLREDUCE to COPY steps and kernels (naive or ring).
 //! - [`placement`]: the check that every kernel touches only buffers of its own device.
+//! - [`chunked`]: before all of these, a declared `chunks_of_split` order becomes two REDUCEs
+//!   (the chunks' partials, then their fold), so the chunks can run on threads.
 //!
 //! A multi-device value is one buffer per device of its tuple (a multi-device BUFFER node
 //! is one [`BufferKind::GraphComponent`] per device); kernels on it run once per device.
 
 pub mod allreduce;
+pub mod chunked;
 pub mod memory;
 pub mod order;
 pub mod placement;

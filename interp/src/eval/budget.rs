@@ -192,7 +192,7 @@ pub(super) fn check(
             Op::REDUCE => {
                 let split = match &n.arg {
                     Arg::Reduce {
-                        order: ReduceOrder::Split(k),
+                        order: ReduceOrder::Split(k) | ReduceOrder::ChunksOfSplit(_, k),
                         ..
                     } => (*k as u64).saturating_mul(PUBLIC_ELEM),
                     _ => 0,

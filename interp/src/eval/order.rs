@@ -17,6 +17,10 @@
 //!   each folded from `e`; block results combined left to right from block 0 (split-K).
 //! * `{"tree": leaf}` — pairwise: `T(lo, hi)` is the sequential fold from `e` when
 //!   `hi − lo ≤ leaf`, else `T(lo, mid) ⊕ T(mid, hi)` with `mid = lo + ⌊(hi − lo)/2⌋`.
+//! * `{"chunks_of_split": [c, k]}` — c contiguous chunks of s = n/c elements (the verifier
+//!   requires c to divide n); chunk j is the `split(k)` fold of x_{j·s} … x_{j·s+s−1} (its
+//!   accumulators indexed by the position within the chunk), and the chunk results P_j fold
+//!   sequentially from `e`: `((e ⊕ P₀) ⊕ P₁) ⊕ … ⊕ P_{c−1}`.
 
 use crate::eval::{reduce_identity, Data, Elem, Value};
 pub use crate::ir::ReduceOrder;
@@ -44,6 +48,24 @@ fn sequential(
     Ok(acc)
 }
 
+/// `split(k)` over x_lo … x_{hi−1}: x_r goes to accumulator (r − lo) mod k.
+fn split(
+    op: Op,
+    dt: DType,
+    lo: usize,
+    hi: usize,
+    k: usize,
+    get: &impl Fn(usize) -> Elem,
+) -> Result<Elem, Ub> {
+    let k = k.max(1);
+    let mut accs = vec![Elem::Bits(reduce_identity(op, dt)); k];
+    for r in lo..hi {
+        let j = (r - lo) % k;
+        accs[j] = apply(op, dt, accs[j], get(r))?;
+    }
+    combine(op, dt, &accs)
+}
+
 fn combine(op: Op, dt: DType, parts: &[Elem]) -> Result<Elem, Ub> {
     let mut acc = parts[0];
     for &p in &parts[1..] {
@@ -68,14 +90,7 @@ pub fn fold_with(
 ) -> Result<Elem, Ub> {
     match *order {
         ReduceOrder::Sequential => sequential(op, dt, 0, n, &get),
-        ReduceOrder::Split(k) => {
-            let k = k.max(1);
-            let mut accs = vec![Elem::Bits(reduce_identity(op, dt)); k];
-            for r in 0..n {
-                accs[r % k] = apply(op, dt, accs[r % k], get(r))?;
-            }
-            combine(op, dt, &accs)
-        }
+        ReduceOrder::Split(k) => split(op, dt, 0, n, k, &get),
         ReduceOrder::Chunks(k) => {
             let k = k.max(1);
             let c = n.div_ceil(k).max(1);
@@ -89,6 +104,20 @@ pub fn fold_with(
             combine(op, dt, &parts)
         }
         ReduceOrder::Tree(leaf) => tree(op, dt, 0, n, leaf.max(1), &get),
+        ReduceOrder::ChunksOfSplit(c, k) => {
+            // c divides n in a verified graph; ⌈n/c⌉ keeps this total (every element in
+            // exactly one chunk) for any other input.
+            let c = c.max(1);
+            let s = n.div_ceil(c);
+            let mut acc = Elem::Bits(reduce_identity(op, dt));
+            for j in 0..c {
+                let lo = (j * s).min(n);
+                let hi = ((j + 1) * s).min(n);
+                let part = split(op, dt, lo, hi, k, &get)?;
+                acc = apply(op, dt, acc, part)?;
+            }
+            Ok(acc)
+        }
     }
 }
 

@@ -16,4 +16,10 @@ pub enum ReduceOrder {
     Chunks(usize),
     /// Pairwise halves down to sequential leaves of at most this many elements.
     Tree(usize),
+    /// `(c, k)`: c contiguous chunks of n/c elements (c divides n; the verifier checks), each
+    /// folded in the `split(k)` order of its own elements, and the c chunk results folded
+    /// sequentially from the identity, `((e ⊕ P₀) ⊕ P₁) ⊕ …`. It is exactly a sequential
+    /// REDUCE over c partials of a `split(k)` REDUCE per chunk, which is how a compiler can run
+    /// the chunks on threads and the lanes of each as vector lanes.
+    ChunksOfSplit(usize, usize),
 }
