@@ -703,12 +703,13 @@ def gen_matmul_k_blocks(C):
 
 
 # -- a sweep of the value-range analysis: every integer op on operands of each sign class ------------------
-# Each operand is a constant (-3 or 3) or a WHERE between two constants whose range is all negative [-5, -2],
+# Each operand is a constant (-5, -3 or 3) or a WHERE between two constants whose range is all negative [-5, -2],
 # mixed [-2, 3] or all positive [2, 5]; the four elements take every pair of WHERE branches (c, d = TT, TF, FT,
-# FF). Each result goes through two probes whose rewrites need its range: CAST(CAST(r, uint8), int32)
-# (cast_widen_chain drops the pair when the range lies in [0, 255]) and WHERE(r < 0, 7, 1) % 5 (the comparison
-# folds to a constant when the range lies on one side of 0, and the modulo folds when the WHERE's range lies
-# below 5). A range computed too narrow for any op and sign class changes some element; the probes' values
+# FF). Each result goes through three probes whose rewrites need its range: CAST(CAST(r, uint8), int32)
+# (cast_widen_chain drops the pair when the range lies in [0, 255]), WHERE(r < 0, 7, 1) % 5 and its mirror
+# WHERE(r < 0, 1, 7) % 5 (the comparison folds to a constant when the range lies on one side of 0, and the modulo
+# folds when the WHERE's range lies below 5: the first probe sees a range that wrongly leaves out the negatives,
+# the mirror one that wrongly leaves out 0 and the positives). A range computed too narrow for any op and sign class changes some element; the probes' values
 # are numerics.alu and numerics.cast (exact, wrapping). No operand is 0, so no division is undefined; shift
 # counts are only the non-negative classes.
 RANGE_CLASSES = [("neg", -5, -2), ("mixed", -2, 3), ("pos", 2, 5)]
@@ -724,8 +725,8 @@ def gen_range_sweep(C):
     a = lambda op, *xs: N.alu(op, "int32", *xs)  # noqa: E731
     for op in RANGE_OPS:
         g = G(f"value-range sweep of {op} int32: each operand a constant (-5, -3, 3) or WHERE(c|d, lo, hi) over "
-              f"[-5,-2], [-2,3] or [2,5] (c, d = TT, TF, FT, FF), each result r probed by CAST(CAST(r, uint8), int32) "
-              f", WHERE(r < 0, 7, 1) % 5 and WHERE(r < 0, 1, 7) % 5"
+              f"[-5,-2], [-2,3] or [2,5] (c, d = TT, TF, FT, FF), each result r probed by CAST(CAST(r, uint8), int32), "
+              f"WHERE(r < 0, 7, 1) % 5 and WHERE(r < 0, 1, 7) % 5"
               + (" (r = WHERE(cmp, 6, -1) for a comparison)" if op.startswith("CMP") else "")
               + (" (the count only from the non-negative classes)" if op in ("SHL", "SHR") else "")
               + "; numerics.alu and numerics.cast (exact, wrapping)",
@@ -946,11 +947,11 @@ def gen_pass_guards(C):
     C.add(GRP, "declared_split_wider_than_lanes_order_float32", g)
 
     # 65537 float32 ones summed declared split(65537): one element per accumulator, every partial an integer
-    # below 2^24, so the sum is exactly 65537.0. More accumulators than a GPU workgroup holds (65536 work items):
-    # a GPU pass must fold them in a loop, not one work item each.
+    # below 2^24, so the sum is exactly 65537.0. More accumulators than the kernel interpreter runs work items in
+    # one workgroup (65536; real GPUs allow 1024): a GPU pass must fold them in a loop, not one work item each.
     g = G("65537 float32 ones summed declared split(65537): each accumulator folds one 1.0, combined left to "
           "right: 65537.0, exact in float32 (expected value: numerics.alu per op, in the declared order); more "
-          "accumulators than one GPU workgroup's 65536 work items", [GRP, "reduce", "order", "float32"])
+          "accumulators than work items in one workgroup (65536 in the kernel interpreter, 1024 on real GPUs)", [GRP, "reduce", "order", "float32"])
     b = g.buffer(dt, 65537, init={"fill": "1.0"})
     tot = split_fold("ADD", dt, [N.raw(dt, 1)] * 65537, 65537)
     assert tot == N.raw(dt, 65537)

@@ -523,6 +523,29 @@ def fold(op, name, rows, mask_rows, order):
     if not isinstance(order, dict) or len(order) != 1:
         raise Unsupported(f"reduce order {order!r}")
     (kind, m), = order.items()
+    if kind == "chunks_of_split":
+        # c contiguous chunks of n/c (c divides n), each a split(kk) fold of its own elements,
+        # the chunk results folded from the identity
+        if not (isinstance(m, list) and len(m) == 2):
+            raise Unsupported(f"reduce order {order!r}")
+        c, kk = (max(int(v), 1) for v in m)
+        s = -(-n // c)
+        acc = np.full(k, reduce_identity(op, name), dtype=dt_info(name)[0])
+        accm = np.ones(k, dtype=np.bool_)
+        for j in range(c):
+            lo, hi = min(j * s, n), min((j + 1) * s, n)
+            lanes = []
+            for l in range(kk):
+                la = np.full(k, reduce_identity(op, name), dtype=dt_info(name)[0])
+                lm = np.ones(k, dtype=np.bool_)
+                for r in range(lo + l, hi, kk):
+                    la, lm = combine(la, lm, rows[r], mask_rows[r])
+                lanes.append((la, lm))
+            part, partm = chain(lanes)
+            acc, accm = combine(acc, accm, part, partm)
+        return acc, accm
+    if not isinstance(m, int):
+        raise Unsupported(f"reduce order {order!r}")
     m = max(int(m), 1)
     if kind == "split":
         parts = []

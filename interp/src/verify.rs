@@ -574,8 +574,10 @@ fn verify_node(g: &Graph, infos: &[Info], id: NodeId, lim: &Limits) -> Result<In
                 }
             }
             if let ReduceOrder::ChunksOfSplit(c, k) = *order {
-                if c == 0 || c > most || k == 0 || k > most {
-                    return Err(e(format!("reduce order {order:?} needs 1..={most} chunks and 1..={most} lanes ({reduced} reduced elements)")));
+                // The oracle keeps k accumulators for each of the c chunks: c·k is bounded like
+                // the parts of the other orders, so a fold stays linear in the reduced elements.
+                if c == 0 || k == 0 || c.checked_mul(k).is_none_or(|p| p > most) {
+                    return Err(e(format!("reduce order {order:?} needs 1..={most} chunks times lanes, each at least 1 ({reduced} reduced elements)")));
                 }
                 if reduced % c != 0 {
                     return Err(e(format!(

@@ -210,6 +210,8 @@ fn ops_for(rank: usize) -> Vec<(Op, Arg)> {
             ReduceOrder::Split(d),
             ReduceOrder::Chunks(d),
             ReduceOrder::Tree(d),
+            ReduceOrder::ChunksOfSplit(d, d),
+            ReduceOrder::ChunksOfSplit(1, d),
         ] {
             for axes in [1, rank, d] {
                 out.push((

@@ -286,7 +286,13 @@ fn chunks_of_split_needs_chunks_that_divide_the_reduced_elements() {
     let (g, r) = reduce(ReduceOrder::ChunksOfSplit(4, 2));
     rejected(&g, r, "4 chunks do not divide the 6 reduced elements");
     let (g, r) = reduce(ReduceOrder::ChunksOfSplit(0, 2));
-    rejected(&g, r, "chunks and 1..=");
+    rejected(&g, r, "chunks times lanes, each at least 1");
     let (g, r) = reduce(ReduceOrder::ChunksOfSplit(2, 0));
-    rejected(&g, r, "chunks and 1..=");
+    rejected(&g, r, "chunks times lanes, each at least 1");
+    // c·k is bounded by max(reduced, 1024) like the parts of the other orders (6 reduced
+    // elements: at most 1024), so the oracle's fold stays linear.
+    let (g, _) = reduce(ReduceOrder::ChunksOfSplit(2, 512));
+    assert!(verify(&g).is_ok());
+    let (g, r) = reduce(ReduceOrder::ChunksOfSplit(2, 513));
+    rejected(&g, r, "needs 1..=1024 chunks times lanes");
 }

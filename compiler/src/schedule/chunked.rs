@@ -17,14 +17,16 @@
 //! ```
 //!
 //! The same operations on the same values in the same order as the oracle's replay of the
-//! declared order, so the same bits. The rewritten graph is verified again; if it does not
-//! verify within the original limits (it holds more nodes), the graph is scheduled as it is
-//! and `expand_reduce` lowers the order in one kernel. Node ids of the schedule (buffers,
-//! kernel values, errors) are mapped back to the caller's graph; nodes the rewrite made map
-//! to the REDUCE they came from.
+//! declared order, so the same bits. The rewritten graph is verified again, within the
+//! original limits except the total over all values (the views add elements, and the compiler
+//! never holds every value: `pipeline::check_buffers` bounds what it allocates); if it does
+//! not verify, the graph is scheduled as it is and `expand_reduce` lowers the order in one
+//! kernel. Node ids of the schedule (buffers, kernel values, errors) are mapped back to the
+//! caller's graph; nodes the rewrite made map to the REDUCE they came from, unless the caller's
+//! graph has an equal node of its own. Ids inside error *texts* are the rewritten graph's.
 
 use uopkit_interp::ir::{Arg, Graph, Node, NodeId, Op, ReduceOrder};
-use uopkit_interp::verify::{verify_with, Verified};
+use uopkit_interp::verify::{verify_with, Limits, Verified};
 
 use super::{BufferKind, Schedule, ScheduleError, Step};
 
@@ -56,10 +58,14 @@ pub fn split_chunk_orders(g: &Graph, ver: &Verified, roots: &[NodeId]) -> Option
     let mut out = Graph::new();
     let mut map: Vec<Option<NodeId>> = vec![None; g.len()];
     let mut back: Vec<NodeId> = vec![];
-    let push = |out: &mut Graph, back: &mut Vec<NodeId>, node: Node, from: NodeId| {
+    // A node the rewrite made keeps the REDUCE it came from; a copy of the caller's node is
+    // that node, also when it is equal to (interned as) a node the rewrite made before.
+    let push = |out: &mut Graph, back: &mut Vec<NodeId>, node: Node, from: NodeId, copy: bool| {
         let id = out.add(node);
         if id.index() == back.len() {
             back.push(from);
+        } else if copy {
+            back[id.index()] = from;
         }
         id
     };
@@ -87,21 +93,21 @@ pub fn split_chunk_orders(g: &Graph, ver: &Verified, roots: &[NodeId]) -> Option
                     src: vec![src],
                     arg,
                 };
-                let v = push(&mut out, &mut back, node(Op::RESHAPE, src[0], Arg::Shape(v_shape)), id);
-                let p = push(&mut out, &mut back, node(Op::PERMUTE, v, Arg::Perm(perm)), id);
+                let v = push(&mut out, &mut back, node(Op::RESHAPE, src[0], Arg::Shape(v_shape)), id, false);
+                let p = push(&mut out, &mut back, node(Op::PERMUTE, v, Arg::Perm(perm)), id, false);
                 let partial = Arg::Reduce {
                     op,
                     axes: 1,
                     order: ReduceOrder::Split(k),
                 };
-                let parts = push(&mut out, &mut back, node(Op::REDUCE, p, partial), id);
-                let pc = push(&mut out, &mut back, node(Op::CONTIGUOUS, parts, Arg::None), id);
+                let parts = push(&mut out, &mut back, node(Op::REDUCE, p, partial), id, false);
+                let pc = push(&mut out, &mut back, node(Op::CONTIGUOUS, parts, Arg::None), id, false);
                 let fold = Arg::Reduce {
                     op,
                     axes: 1,
                     order: ReduceOrder::Sequential,
                 };
-                push(&mut out, &mut back, node(Op::REDUCE, pc, fold), id)
+                push(&mut out, &mut back, node(Op::REDUCE, pc, fold), id, false)
             }
             _ => push(
                 &mut out,
@@ -113,6 +119,7 @@ pub fn split_chunk_orders(g: &Graph, ver: &Verified, roots: &[NodeId]) -> Option
                     arg: n.arg.clone(),
                 },
                 id,
+                true,
             ),
         };
         map[id.index()] = Some(new);
@@ -121,7 +128,11 @@ pub fn split_chunk_orders(g: &Graph, ver: &Verified, roots: &[NodeId]) -> Option
         .iter()
         .map(|r| map[r.index()])
         .collect::<Option<Vec<_>>>()?;
-    let ver = verify_with(&out, &ver.limits()).ok()?;
+    let limits = Limits {
+        max_total_elements: usize::MAX,
+        ..ver.limits()
+    };
+    let ver = verify_with(&out, &limits).ok()?;
     Some(Rewritten {
         graph: out,
         ver,
