@@ -164,9 +164,20 @@ fn chunks_of_split_runs_its_chunks_on_threads_with_the_orders_bits() {
         want += lanes[1..].iter().fold(lanes[0], |a, &b| a + b);
     }
     let r = order_sum_runner(&xs, ReduceOrder::ChunksOfSplit(c, k));
-    assert!(r.source.contains("void par_k_"), "the chunks are not a parallel loop:\n{}", r.source);
-    assert!(r.source.contains(&format!("[{k}];")), "no {k}-lane array:\n{}", r.source);
-    assert!(r.threads_used(4).unwrap() > 1, "64 chunks of 4096 should use >1 thread");
+    assert!(
+        r.source.contains("void par_k_"),
+        "the chunks are not a parallel loop:\n{}",
+        r.source
+    );
+    assert!(
+        r.source.contains(&format!("[{k}];")),
+        "no {k}-lane array:\n{}",
+        r.source
+    );
+    assert!(
+        r.threads_used(4).unwrap() > 1,
+        "64 chunks of 4096 should use >1 thread"
+    );
     r.run_on(Some(1)).unwrap();
     let one = out_bits(&r);
     r.run_on(Some(4)).unwrap();

@@ -256,8 +256,14 @@ fn declared_orders_match_native_float32() {
     }
     // The orders really differ from the canonical one on this data (the replay is not trivial).
     assert_ne!(run(ReduceOrder::Split(4)), run(ReduceOrder::Sequential));
-    assert_ne!(run(ReduceOrder::ChunksOfSplit(2, 4)), run(ReduceOrder::Split(4)));
-    assert_ne!(run(ReduceOrder::ChunksOfSplit(2, 4)), run(ReduceOrder::Chunks(2)));
+    assert_ne!(
+        run(ReduceOrder::ChunksOfSplit(2, 4)),
+        run(ReduceOrder::Split(4))
+    );
+    assert_ne!(
+        run(ReduceOrder::ChunksOfSplit(2, 4)),
+        run(ReduceOrder::Chunks(2))
+    );
 }
 
 #[test]

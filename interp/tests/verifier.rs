@@ -264,7 +264,13 @@ fn chunks_of_split_needs_chunks_that_divide_the_reduced_elements() {
     let reduce = |order: ReduceOrder| {
         let mut g = Graph::new();
         let b = buffer(&mut g, 0, 12, DType::Float32, cpu(0));
-        let v = add(&mut g, Op::RESHAPE, DType::Float32, &[b], Arg::Shape(vec![6, 2]));
+        let v = add(
+            &mut g,
+            Op::RESHAPE,
+            DType::Float32,
+            &[b],
+            Arg::Shape(vec![6, 2]),
+        );
         let r = add(
             &mut g,
             Op::REDUCE,

@@ -260,13 +260,29 @@ impl Red<'_> {
     fn chunks_of_split(&self, g: &mut Graph, c: usize, k: usize) -> Option<NodeId> {
         let (op, dt) = (self.op, self.dt);
         let total = self.total(g)?;
-        let c = i128::try_from(c).ok().filter(|&c| c > 0 && total % c == 0)?;
+        let c = i128::try_from(c)
+            .ok()
+            .filter(|&c| c > 0 && total % c == 0)?;
         let s = total / c;
         let i64t = DType::Int64;
         let cn = i64c(g, c);
-        let j = add(g, Op::RANGE, i64t, vec![cn], KArg::Axis(pass_id(self.id, 0)), 0);
+        let j = add(
+            g,
+            Op::RANGE,
+            i64t,
+            vec![cn],
+            KArg::Axis(pass_id(self.id, 0)),
+            0,
+        );
         let sn = i64c(g, s);
-        let q = add(g, Op::RANGE, i64t, vec![sn], KArg::Axis(pass_id(self.id, 2)), 0);
+        let q = add(
+            g,
+            Op::RANGE,
+            i64t,
+            vec![sn],
+            KArg::Axis(pass_id(self.id, 2)),
+            0,
+        );
         let start = alu(g, Op::MUL, i64t, vec![j, sn]);
         let f = alu(g, Op::ADD, i64t, vec![start, q]);
         let xf = self.at_flat(g, f)?;

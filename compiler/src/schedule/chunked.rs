@@ -71,7 +71,11 @@ pub fn split_chunk_orders(g: &Graph, ver: &Verified, roots: &[NodeId]) -> Option
     };
     for &id in &reach {
         let n = g.node(id);
-        let src: Vec<NodeId> = n.src.iter().map(|s| map[s.index()]).collect::<Option<_>>()?;
+        let src: Vec<NodeId> = n
+            .src
+            .iter()
+            .map(|s| map[s.index()])
+            .collect::<Option<_>>()?;
         let new = match n.arg {
             Arg::Reduce {
                 op,
@@ -93,15 +97,33 @@ pub fn split_chunk_orders(g: &Graph, ver: &Verified, roots: &[NodeId]) -> Option
                     src: vec![src],
                     arg,
                 };
-                let v = push(&mut out, &mut back, node(Op::RESHAPE, src[0], Arg::Shape(v_shape)), id, false);
-                let p = push(&mut out, &mut back, node(Op::PERMUTE, v, Arg::Perm(perm)), id, false);
+                let v = push(
+                    &mut out,
+                    &mut back,
+                    node(Op::RESHAPE, src[0], Arg::Shape(v_shape)),
+                    id,
+                    false,
+                );
+                let p = push(
+                    &mut out,
+                    &mut back,
+                    node(Op::PERMUTE, v, Arg::Perm(perm)),
+                    id,
+                    false,
+                );
                 let partial = Arg::Reduce {
                     op,
                     axes: 1,
                     order: ReduceOrder::Split(k),
                 };
                 let parts = push(&mut out, &mut back, node(Op::REDUCE, p, partial), id, false);
-                let pc = push(&mut out, &mut back, node(Op::CONTIGUOUS, parts, Arg::None), id, false);
+                let pc = push(
+                    &mut out,
+                    &mut back,
+                    node(Op::CONTIGUOUS, parts, Arg::None),
+                    id,
+                    false,
+                );
                 let fold = Arg::Reduce {
                     op,
                     axes: 1,
@@ -157,10 +179,7 @@ impl Rewritten {
             };
         }
         for st in &mut s.steps {
-            if let Step::Kernel {
-                value: Some(v), ..
-            } = st
-            {
+            if let Step::Kernel { value: Some(v), .. } = st {
                 *v = self.original(*v);
             }
         }
