@@ -159,6 +159,53 @@ fn a_bridge_that_swaps_add_and_mul_is_caught() {
 }
 
 #[test]
+fn the_python_device_skips_a_case_over_its_element_budget() {
+    if !has_tinygrad("the_python_device_skips_a_case_over_its_element_budget") {
+        return;
+    }
+    let py = python();
+    // alu/add_int32 has two 11-element buffers: 22 elements.
+    let run = |budget: &str| {
+        uopkit_with(
+            &[
+                "check",
+                "--backend",
+                "tinygrad:PYTHON,tinygrad:CPU",
+                "--color",
+                "never",
+                "alu/add_int32",
+            ],
+            &[
+                ("UOPKIT_TINYGRAD_PYTHON", py.as_str()),
+                ("UOPKIT_TINYGRAD_PYTHON_MAX_ELEMENTS", budget),
+            ],
+            &["UOPKIT_BACKENDS", "UOPKIT_TINYGRAD_WRONG"],
+        )
+    };
+    let over = run("21");
+    let text = over.all();
+    assert_eq!(over.code, 0, "{text}");
+    assert_eq!(tally(&text, "tinygrad:PYTHON"), [0, 0, 0, 0, 1], "{text}");
+    assert!(
+        text.contains("skipped 1: tinygrad's PYTHON device interprets every element in Python: a case with more than 21 buffer elements"),
+        "{text}"
+    );
+    // The budget is the PYTHON device's only: CPU runs the case.
+    assert_eq!(tally(&text, "tinygrad:CPU")[0], 1, "{text}");
+    let within = run("22");
+    let text = within.all();
+    assert_eq!(tally(&text, "tinygrad:PYTHON"), [1, 0, 0, 0, 0], "{text}");
+    // A budget that is not a number is an error naming the variable, not a silent default.
+    let bad = run("lots");
+    let text = bad.all();
+    assert_eq!(bad.code, 1, "{text}");
+    assert!(
+        text.contains("UOPKIT_TINYGRAD_PYTHON_MAX_ELEMENTS='lots' is not a whole number"),
+        "{text}"
+    );
+}
+
+#[test]
 fn without_tinygrad_trials_are_skipped_with_the_reason_or_fail_when_required() {
     let args = [
         "check",

@@ -11,6 +11,8 @@ case BUFFERs a kernel or COPY wrote). uopkit device CPU:n becomes tinygrad DEVIC
 express is answered `unsupported` with the reason (see README.md). Env:
 
 * UOPKIT_TINYGRAD_WRONG=swap-add-mul: deliberately wrong (ADD and MUL exchanged), to see the kit catch it.
+* UOPKIT_TINYGRAD_PYTHON_MAX_ELEMENTS=N: the PYTHON device's budget of case buffer elements (default 100000;
+  larger cases are skipped there, see python_too_large).
 """
 
 import json
@@ -114,6 +116,35 @@ def python_half_unsupported():
     return (f"tinygrad's {DEV} device does not support float16 under Python {sys.version_info[0]}.{sys.version_info[1]} "
             "(runtime/ops_python.py:235: PythonRenderer.supported_dtypes drops dtypes.half before Python 3.12; "
             "tinygrad would emulate it in float32, codegen/decomp/dtype.py:200)")
+
+
+PYTHON_MAX_ELEMENTS_DEFAULT = 100_000
+
+
+def python_too_large(req):
+    """None unless DEV is PYTHON and the case's BUFFERs hold more elements than its budget, else why it is skipped.
+
+    tinygrad's PYTHON device interprets every lane of every kernel in Python (runtime/ops_python.py): the
+    768096-element allreduce/auto_ring_add_int32_3dev_256032 takes ~100 s there and the 139392-element
+    compiler/matmul_register_tile_k_blocks ~85 s (2-vCPU Xeon), near the harness's 120 s per-case limit, while
+    tinygrad:CPU runs each in about a second. Elements are counted as BUFFER size times its number of devices."""
+    if DEV.split(":")[0] != "PYTHON":
+        return None
+    raw = os.environ.get("UOPKIT_TINYGRAD_PYTHON_MAX_ELEMENTS", "")
+    try:
+        budget = int(raw) if raw else PYTHON_MAX_ELEMENTS_DEFAULT
+    except ValueError:
+        raise ValueError(f"UOPKIT_TINYGRAD_PYTHON_MAX_ELEMENTS={raw!r} is not a whole number") from None
+    total = 0
+    for n in req.get("graph", []):
+        if n.get("op") == "BUFFER" and isinstance(n.get("arg"), dict):
+            devs = n["arg"].get("device")
+            total += int(n["arg"].get("size", 0)) * (len(devs) if isinstance(devs, list) else 1)
+    if total <= budget:
+        return None
+    return (f"tinygrad's {DEV} device interprets every element in Python: a case with more than {budget} buffer "
+            "elements would take minutes there (UOPKIT_TINYGRAD_PYTHON_MAX_ELEMENTS raises the budget); "
+            "tinygrad:CPU runs it")
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -396,6 +427,8 @@ def read(t, name, shape, devices):
 
 
 def run(req):
+    if why := python_too_large(req):
+        raise Unsupported(why)
     g = Graph(req)
     g.build()
     outs = []
