@@ -243,10 +243,14 @@ fn run(dev: &dyn Device, prog: &Compiled, name: &str, args: &[Vec<u8>]) -> Vec<V
 /// Compiles all cases as one unit, runs each and compares with the oracle. Panics with a
 /// report of the first mismatches. Returns the number of elements checked.
 fn check_cases(cases: &[Case]) -> usize {
+    check_cases_on(&*cpu(), cases)
+}
+
+/// [`check_cases`] on `dev`.
+fn check_cases_on(dev: &dyn Device, cases: &[Case]) -> usize {
     let cases: Vec<&Case> = cases.iter().filter(|c| c.len() > 0).collect();
     let programs: Vec<Program> = cases.iter().map(|c| c.program()).collect();
-    let dev = cpu();
-    let prog = compile(&*dev, &programs);
+    let prog = compile(dev, &programs);
     let mut report = String::new();
     let mut bad_cases = 0;
     let mut total = 0;
@@ -258,7 +262,7 @@ fn check_cases(cases: &[Case]) -> usize {
             .map(|(v, &d)| to_bytes(d, v))
             .collect();
         args.push(vec![0u8; c.len() * c.out_dt.itemsize()]);
-        let outs = run(&*dev, &prog, &c.name, &args);
+        let outs = run(dev, &prog, &c.name, &args);
         let got = from_bytes(c.out_dt, outs.last().unwrap());
         total += c.len();
         let bad: Vec<usize> = (0..c.len()).filter(|&i| got[i] != c.expected[i]).collect();
@@ -652,6 +656,35 @@ fn float16_bfloat16_ops_random_bits() {
     }
     let n = check_cases(&cases);
     assert!(n > 500_000, "{n}");
+}
+
+/// The float16 ops the renderer calls directly (`uk_h_*`, render::c's F16_DIRECT) go through
+/// float32 where the target has F16C and through the exact generic path elsewhere: both give
+/// the oracle's bits. The F16C branch is what [`float16_bfloat16_ops_random_bits`] compiles on
+/// an x86-64 with F16C; this compiles the same kind of cases with `-mno-f16c`, which leaves
+/// `__F16C__` undefined however `-march=native` is placed.
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn float16_direct_ops_without_f16c_take_the_exact_path() {
+    let mut rng = Rng(15);
+    let dir = tempfile::tempdir().unwrap();
+    let compiler = CCompiler::new(cc(), dir.path()).with_args(["-mno-f16c"]);
+    let dev = CpuDevice::new(0, Arc::new(compiler));
+    let rnd: Vec<Vec<u64>> = (0..20_000)
+        .map(|_| vec![rng.next() & 0xffff, rng.next() & 0xffff])
+        .collect();
+    let edges = float_values(Float16, &mut rng, 100);
+    let mut cases = vec![];
+    for op in [Op::ADD, Op::SUB, Op::MUL, Op::FDIV] {
+        cases.push(Case::alu(op, Float16, rnd.clone()));
+        cases.push(Case::alu(op, Float16, pairs(&edges, &edges)).renamed("edges"));
+    }
+    let all: Vec<u64> = (0..=0xffff).collect();
+    for op in [Op::SQRT, Op::RECIPROCAL] {
+        cases.push(Case::alu(op, Float16, all.iter().map(|&a| vec![a])));
+    }
+    let n = check_cases_on(&dev, &cases);
+    assert!(n > 200_000, "{n}");
 }
 
 /// fp8 (both formats): every binary op on all 65536 operand pairs, unary ops on all 256.

@@ -202,6 +202,14 @@ pub fn ctype(dt: DType) -> &'static str {
     }
 }
 
+/// The prelude's float16 format argument (`UK_F16`: exponent, mantissa bits, infinities).
+const F16: &str = "UK_F16";
+
+/// The small-float operations a float16 op calls directly as `uk_h_<name>(…)` (prelude.h:
+/// through float32 under F16C, else the exact `uk_sf_<name>(…, UK_F16)`); every other
+/// float16 operation calls `uk_sf_<name>(…, UK_F16)`.
+pub const F16_DIRECT: [&str; 6] = ["add", "sub", "mul", "fdiv", "recip", "sqrt"];
+
 /// How the renderer computes on a dtype.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 enum Kind {
@@ -223,7 +231,7 @@ fn kind(dt: DType) -> Kind {
         DType::Bool => Kind::Bool,
         DType::Float32 => Kind::F32,
         DType::Float64 => Kind::F64,
-        DType::Float16 => Kind::Small("UK_F16"),
+        DType::Float16 => Kind::Small(F16),
         DType::BFloat16 => Kind::Small("UK_BF16"),
         DType::Fp8E4M3 => Kind::Small("UK_E4M3"),
         DType::Fp8E5M2 => Kind::Small("UK_E5M2"),
@@ -816,8 +824,13 @@ fn alu_expr(op: Op, dt: DType, a: &[String], canon: bool) -> Result<String, Stri
             }
         }
         Kind::Small(f) => {
-            let call =
-                |name: &str, n: usize| format!("({t})uk_sf_{name}({}, {f})", a[..n].join(", "));
+            let call = |name: &str, n: usize| {
+                if f == F16 && F16_DIRECT.contains(&name) {
+                    format!("({t})uk_h_{name}({})", a[..n].join(", "))
+                } else {
+                    format!("({t})uk_sf_{name}({}, {f})", a[..n].join(", "))
+                }
+            };
             let dec = |k: usize| format!("uk_sf_dec({}, {f})", x(k));
             let fcmp = |sym: &str| format!("(uint8_t)({} {sym} {})", dec(0), dec(1));
             match op {
@@ -894,8 +907,14 @@ mod tests {
         assert_eq!(s1, render_c(&progs));
         assert_eq!(s1.matches("uk_sf_round(int neg").count(), 1);
         assert!(
-            s1.contains("uint16_t v9 = (uint16_t)uk_sf_add(v7, v8, UK_F16);"),
+            s1.contains("uint16_t v9 = (uint16_t)uk_h_add(v7, v8);"),
             "{s1}"
+        );
+        // bfloat16 has no direct helpers: the generic format path.
+        let bf = render_c(&[add_kernel("c", DType::BFloat16)]);
+        assert!(
+            bf.contains("uint16_t v9 = (uint16_t)uk_sf_add(v7, v8, UK_BF16);"),
+            "{bf}"
         );
         // defer_nan: the sum is canonicalized where it is stored.
         assert!(s1.contains("float v9 = (v7 + v8);"), "{s1}");
@@ -905,6 +924,29 @@ mod tests {
             eager.contains("float v9 = uk_canon_f32(v7 + v8);"),
             "{eager}"
         );
+    }
+
+    /// Every direct float16 helper the renderer may call is defined in both branches of the
+    /// prelude (F16C, and the exact path elsewhere), with the arity of its `uk_sf_` twin.
+    #[test]
+    fn every_direct_float16_helper_is_in_the_prelude() {
+        for name in F16_DIRECT {
+            let info = uopkit_interp::ir::table::TABLE
+                .iter()
+                .find(|i| i.c_small_float == Some(name))
+                .unwrap_or_else(|| panic!("no op has the small-float name {name}"));
+            let params = if info.arity == 1 {
+                "(uint32_t a)"
+            } else {
+                "(uint32_t a, uint32_t b)"
+            };
+            let decl = format!("static inline uint32_t uk_h_{name}{params} {{");
+            assert_eq!(PRELUDE.matches(&decl).count(), 2, "{decl}");
+            assert!(
+                PRELUDE.contains(&format!("uk_sf_{name}(uint32_t a")),
+                "uk_sf_{name}"
+            );
+        }
     }
 
     #[test]

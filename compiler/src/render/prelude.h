@@ -234,33 +234,45 @@ static inline uint32_t uk_sf_libm(double r, int finite, UK_FMT) {
   return uk_sf_from_f64(r, UK_F);
 }
 #define UK_D(a) uk_sf_dec((a), UK_F)
-/* float16 through float32 where the target has F16C: a float16 converts to float32 exactly;
-   for +, -, ×, ÷ and √ of float16 operands the float32 result (24 bits ≥ 2·11 + 2, and no
-   float16 operation reaches float32's subnormals or overflow) rounded again to float16 (F16C's
-   round to nearest even) is the exact result rounded once: double rounding is innocuous at
-   that precision (S. A. Figueroa, "When is double rounding innocuous?", 1995). NaNs still
-   become the canonical NaN (uk_sf_fin). The other formats, and MULACC (whose float32 sum has
-   a 22-bit operand), take the double path below. The conversions are the compiler's _Float16
-   ones (vcvtph2ps / vcvtps2ph under F16C, rounding as MXCSR says: to nearest even, the state
-   every float32 operation here assumes too), not <immintrin.h>'s intrinsics: that header alone
-   costs a C compile about 0.2 s. */
-#if defined(__F16C__) && defined(__FLT16_MANT_DIG__)
-static inline float uk_h2f(uint32_t a) { uint16_t u = (uint16_t)a; _Float16 h; memcpy(&h, &u, 2); return (float)h; }
-static inline uint32_t uk_f2h(float x) { _Float16 h = (_Float16)x; uint16_t u; memcpy(&u, &h, 2); return u; }
-#define UK_F16_VIA_F32(expr) \
-  if (E == 5 && M == 10 && INF) return uk_sf_fin(uk_f2h(expr), UK_F);
-#else
-#define UK_F16_VIA_F32(expr)
-#endif
-static inline uint32_t uk_sf_add(uint32_t a, uint32_t b, UK_FMT) { UK_F16_VIA_F32(uk_h2f(a) + uk_h2f(b)) return uk_sf_fin(uk_sf_from_pair(UK_D(a), UK_D(b), UK_F), UK_F); }
-static inline uint32_t uk_sf_sub(uint32_t a, uint32_t b, UK_FMT) { UK_F16_VIA_F32(uk_h2f(a) - uk_h2f(b)) return uk_sf_fin(uk_sf_from_pair(UK_D(a), -UK_D(b), UK_F), UK_F); }
-static inline uint32_t uk_sf_mul(uint32_t a, uint32_t b, UK_FMT) { UK_F16_VIA_F32(uk_h2f(a) * uk_h2f(b)) return uk_sf_fin(uk_sf_from_f64(UK_D(a) * UK_D(b), UK_F), UK_F); }
+static inline uint32_t uk_sf_add(uint32_t a, uint32_t b, UK_FMT) { return uk_sf_fin(uk_sf_from_pair(UK_D(a), UK_D(b), UK_F), UK_F); }
+static inline uint32_t uk_sf_sub(uint32_t a, uint32_t b, UK_FMT) { return uk_sf_fin(uk_sf_from_pair(UK_D(a), -UK_D(b), UK_F), UK_F); }
+static inline uint32_t uk_sf_mul(uint32_t a, uint32_t b, UK_FMT) { return uk_sf_fin(uk_sf_from_f64(UK_D(a) * UK_D(b), UK_F), UK_F); }
 static inline uint32_t uk_sf_mulacc(uint32_t a, uint32_t b, uint32_t c, UK_FMT) {
   return uk_sf_fin(uk_sf_from_pair(UK_D(a) * UK_D(b), UK_D(c), UK_F), UK_F); /* product exact */
 }
-static inline uint32_t uk_sf_fdiv(uint32_t a, uint32_t b, UK_FMT) { UK_F16_VIA_F32(uk_h2f(a) / uk_h2f(b)) return uk_sf_fin(uk_sf_div_d(UK_D(a), UK_D(b), UK_F), UK_F); }
-static inline uint32_t uk_sf_recip(uint32_t a, UK_FMT) { UK_F16_VIA_F32(1.0f / uk_h2f(a)) return uk_sf_fin(uk_sf_div_d(1.0, UK_D(a), UK_F), UK_F); }
-static inline uint32_t uk_sf_sqrt(uint32_t a, UK_FMT) { UK_F16_VIA_F32(sqrtf(uk_h2f(a))) return uk_sf_fin(uk_sf_sqrt_d(UK_D(a), UK_F), UK_F); }
+static inline uint32_t uk_sf_fdiv(uint32_t a, uint32_t b, UK_FMT) { return uk_sf_fin(uk_sf_div_d(UK_D(a), UK_D(b), UK_F), UK_F); }
+static inline uint32_t uk_sf_recip(uint32_t a, UK_FMT) { return uk_sf_fin(uk_sf_div_d(1.0, UK_D(a), UK_F), UK_F); }
+static inline uint32_t uk_sf_sqrt(uint32_t a, UK_FMT) { return uk_sf_fin(uk_sf_sqrt_d(UK_D(a), UK_F), UK_F); }
+/* float16 +, -, ×, ÷, 1/x and √: the renderer calls these uk_h_* directly (render::c's
+   F16_DIRECT), not uk_sf_*(…, UK_F16), so the compiler has no generic format path to inline
+   and fold away in every float16 kernel (about 20 ms of gcc's time per unit).
+   Where the target has F16C they go through float32: a float16 converts to float32 exactly;
+   for these operations on float16 operands the float32 result (24 bits ≥ 2·11 + 2, and no
+   float16 operation reaches float32's subnormals or overflow) rounded again to float16 (F16C's
+   round to nearest even) is the exact result rounded once: double rounding is innocuous at
+   that precision (S. A. Figueroa, "When is double rounding innocuous?", 1995). NaNs still
+   become the canonical NaN (uk_sf_fin). Elsewhere they are the exact uk_sf_* path. The other
+   formats, and MULACC (whose float32 sum has a 22-bit operand), always take that path. The
+   conversions are the compiler's _Float16 ones (vcvtph2ps / vcvtps2ph under F16C, rounding as
+   MXCSR says: to nearest even, the state every float32 operation here assumes too), not
+   <immintrin.h>'s intrinsics: that header alone costs a C compile about 0.2 s. */
+#if defined(__F16C__) && defined(__FLT16_MANT_DIG__)
+static inline float uk_h2f(uint32_t a) { uint16_t u = (uint16_t)a; _Float16 h; memcpy(&h, &u, 2); return (float)h; }
+static inline uint32_t uk_f2h(float x) { _Float16 h = (_Float16)x; uint16_t u; memcpy(&u, &h, 2); return u; }
+static inline uint32_t uk_h_add(uint32_t a, uint32_t b) { return uk_sf_fin(uk_f2h(uk_h2f(a) + uk_h2f(b)), UK_F16); }
+static inline uint32_t uk_h_sub(uint32_t a, uint32_t b) { return uk_sf_fin(uk_f2h(uk_h2f(a) - uk_h2f(b)), UK_F16); }
+static inline uint32_t uk_h_mul(uint32_t a, uint32_t b) { return uk_sf_fin(uk_f2h(uk_h2f(a) * uk_h2f(b)), UK_F16); }
+static inline uint32_t uk_h_fdiv(uint32_t a, uint32_t b) { return uk_sf_fin(uk_f2h(uk_h2f(a) / uk_h2f(b)), UK_F16); }
+static inline uint32_t uk_h_recip(uint32_t a) { return uk_sf_fin(uk_f2h(1.0f / uk_h2f(a)), UK_F16); }
+static inline uint32_t uk_h_sqrt(uint32_t a) { return uk_sf_fin(uk_f2h(sqrtf(uk_h2f(a))), UK_F16); }
+#else
+static inline uint32_t uk_h_add(uint32_t a, uint32_t b) { return uk_sf_add(a, b, UK_F16); }
+static inline uint32_t uk_h_sub(uint32_t a, uint32_t b) { return uk_sf_sub(a, b, UK_F16); }
+static inline uint32_t uk_h_mul(uint32_t a, uint32_t b) { return uk_sf_mul(a, b, UK_F16); }
+static inline uint32_t uk_h_fdiv(uint32_t a, uint32_t b) { return uk_sf_fdiv(a, b, UK_F16); }
+static inline uint32_t uk_h_recip(uint32_t a) { return uk_sf_recip(a, UK_F16); }
+static inline uint32_t uk_h_sqrt(uint32_t a) { return uk_sf_sqrt(a, UK_F16); }
+#endif
 static inline uint32_t uk_sf_trunc(uint32_t a, UK_FMT) { return uk_sf_fin(uk_sf_from_f64(trunc(UK_D(a)), UK_F), UK_F); }
 static inline uint32_t uk_sf_exp2(uint32_t a, UK_FMT) {
   double x = UK_D(a);
