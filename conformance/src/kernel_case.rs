@@ -315,7 +315,7 @@ fn program(i: usize, p: &protocol::ProgramJson) -> Result<Program, KernelCaseErr
             Some(InstArg::Axis(a)) => KArg::Axis(*a),
             Some(InstArg::Special(s)) => KArg::Special(s.clone()),
             Some(InstArg::Const(c)) => KArg::Const(
-                protocol::parse_bits(dtype, &Some(c.clone()))
+                protocol::parse_bits(dtype, &protocol::Bits::Text(c.clone()))
                     .map_err(|r| at(k, r))?
                     .unwrap_or(0),
             ),

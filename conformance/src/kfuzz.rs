@@ -58,7 +58,9 @@ use crate::backends::process::{Limits, ProcessBackend, Spawn};
 use crate::backends::{Backend, BackendError};
 use crate::case::{BufferExpect, Case, KernelBody, NanPolicy};
 use crate::gen::kernel::{self, Expr, KernelConfig, KernelRecipe, Stmt};
-use crate::protocol::{hex, parse_bits, program_json, BufferSpec, ScheduleRequest, StepJson};
+use crate::protocol::{
+    elem_bits, hex, parse_bits, program_json, BufferSpec, ScheduleRequest, StepJson,
+};
 use crate::stages::GPU_SEEDS;
 use crate::worker::WORKER_ENV;
 
@@ -570,14 +572,7 @@ fn param_buffers(p: &Program, init: &[Vec<Elem>], inputs_only: bool) -> Vec<Buff
             size: decl.size,
             device: "CPU".into(),
             storage: slot as u32,
-            init: (!(inputs_only && decl.written)).then(|| {
-                data.iter()
-                    .map(|e| match e {
-                        Elem::Bits(b) => Some(hex(*b)),
-                        Elem::Uninit { .. } => None,
-                    })
-                    .collect()
-            }),
+            init: (!(inputs_only && decl.written)).then(|| data.iter().map(elem_bits).collect()),
         })
         .collect()
 }

@@ -84,7 +84,7 @@ pub fn split_chunk_orders(g: &Graph, ver: &Verified, roots: &[NodeId]) -> Option
             } => {
                 let shape = &ver.info(n.src[0]).shape;
                 let reduced: usize = shape.get(..axes)?.iter().product();
-                if c == 0 || reduced % c != 0 {
+                if c == 0 || !reduced.is_multiple_of(c) {
                     return None;
                 }
                 let mut v_shape = vec![c, reduced / c];

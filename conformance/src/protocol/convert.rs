@@ -30,7 +30,12 @@ fn mask(dt: DType) -> u64 {
 
 /// Parses one element: `"0x…"` within the dtype's width, or null.
 pub fn parse_bits(dt: DType, b: &Bits) -> Result<Option<u64>, String> {
-    let Some(s) = b else { return Ok(None) };
+    let s = match b {
+        Bits::Null => return Ok(None),
+        Bits::Hex(v) if v & !mask(dt) == 0 => return Ok(Some(*v)),
+        // Out of the dtype's width: the message below names it as written.
+        Bits::Hex(_) | Bits::Text(_) => b.text().unwrap_or_default(),
+    };
     let digits = s
         .strip_prefix("0x")
         .or_else(|| s.strip_prefix("0X"))
@@ -47,13 +52,13 @@ pub fn parse_bits(dt: DType, b: &Bits) -> Result<Option<u64>, String> {
 }
 
 pub fn bits_of(elems: &[Option<u64>]) -> Vec<Bits> {
-    elems.iter().map(|e| e.map(hex)).collect()
+    elems.iter().map(|&e| Bits::of(e)).collect()
 }
 
-fn elem_bits(e: &Elem) -> Bits {
+pub fn elem_bits(e: &Elem) -> Bits {
     match e {
-        Elem::Bits(b) => Some(hex(*b)),
-        Elem::Uninit { .. } => None,
+        Elem::Bits(b) => Bits::Hex(*b),
+        Elem::Uninit { .. } => Bits::Null,
     }
 }
 

@@ -3,11 +3,14 @@
 //! values. uopkit's own compiled backends speak it too, from worker processes
 //! (`crate::worker`), so there is one wire format and one client (`backends::process`).
 
+mod bits;
 mod convert;
 
+pub use bits::Bits;
+
 pub use convert::{
-    bits_of, graph_request, hex, output_values, parse_bits, program_json, schedule_outputs,
-    schedule_request, value_bits,
+    bits_of, elem_bits, graph_request, hex, output_values, parse_bits, program_json,
+    schedule_outputs, schedule_request, value_bits,
 };
 
 use schemars::JsonSchema;
@@ -17,9 +20,6 @@ use serde_json::Value as Json;
 use crate::case::NodeJson;
 
 pub const PROTOCOL: &str = "uopkit-backend/1";
-
-/// Raw bits as `"0x…"`, or null for an uninitialized element.
-pub type Bits = Option<String>;
 
 /// A message from uopkit to a backend.
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
