@@ -195,14 +195,19 @@ fn the_python_device_skips_a_case_over_its_element_budget() {
     let within = run("22");
     let text = within.all();
     assert_eq!(tally(&text, "tinygrad:PYTHON"), [1, 0, 0, 0, 0], "{text}");
-    // A budget that is not a number is an error naming the variable, not a silent default.
-    let bad = run("lots");
-    let text = bad.all();
-    assert_eq!(bad.code, 1, "{text}");
-    assert!(
-        text.contains("UOPKIT_TINYGRAD_PYTHON_MAX_ELEMENTS='lots' is not a whole number"),
-        "{text}"
-    );
+    // A budget that is not a whole number is an error naming the variable, not a silent
+    // default (nor, for a negative one, a skip of everything).
+    for value in ["lots", "-1"] {
+        let bad = run(value);
+        let text = bad.all();
+        assert_eq!(bad.code, 1, "{text}");
+        assert!(
+            text.contains(&format!(
+                "UOPKIT_TINYGRAD_PYTHON_MAX_ELEMENTS='{value}' is not a whole number"
+            )),
+            "{text}"
+        );
+    }
 }
 
 #[test]

@@ -45,6 +45,10 @@ class Unsupported(Exception):
     """Outside what the bridge can express: answered `unsupported` (a skip with this reason)."""
 
 
+class BadSetting(Exception):
+    """A bridge setting (environment variable) that cannot be used: answered `error` with this message."""
+
+
 def log(*a):
     print("tinygrad-bridge:", *a, file=sys.stderr, flush=True)
 
@@ -131,10 +135,9 @@ def python_too_large(req):
     if DEV.split(":")[0] != "PYTHON":
         return None
     raw = os.environ.get("UOPKIT_TINYGRAD_PYTHON_MAX_ELEMENTS", "")
-    try:
-        budget = int(raw) if raw else PYTHON_MAX_ELEMENTS_DEFAULT
-    except ValueError:
-        raise ValueError(f"UOPKIT_TINYGRAD_PYTHON_MAX_ELEMENTS={raw!r} is not a whole number") from None
+    if raw and not (raw.isascii() and raw.isdigit()):
+        raise BadSetting(f"UOPKIT_TINYGRAD_PYTHON_MAX_ELEMENTS={raw!r} is not a whole number")
+    budget = int(raw) if raw else PYTHON_MAX_ELEMENTS_DEFAULT
     total = 0
     for n in req.get("graph", []):
         if n.get("op") == "BUFFER" and isinstance(n.get("arg"), dict):
@@ -512,6 +515,8 @@ def answer(line):
         raise ValueError(f"unknown request type {t!r}")
     except Unsupported as e:
         return {"type": "unsupported", "id": rid, "reason": str(e)}
+    except BadSetting as e:
+        return {"type": "error", "id": rid, "message": str(e)}
     except Exception as e:
         log(req.get("case", "?"), traceback.format_exc())
         # the graph's tinygrad objects are per request: a raise leaves nothing behind that the next case
