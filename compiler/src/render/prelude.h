@@ -245,7 +245,7 @@ static inline uint32_t uk_sf_recip(uint32_t a, UK_FMT) { return uk_sf_fin(uk_sf_
 static inline uint32_t uk_sf_sqrt(uint32_t a, UK_FMT) { return uk_sf_fin(uk_sf_sqrt_d(UK_D(a), UK_F), UK_F); }
 /* float16 +, -, ×, ÷, 1/x and √: the renderer calls these uk_h_* directly (render::c's
    F16_DIRECT), not uk_sf_*(…, UK_F16), so the compiler has no generic format path to inline
-   and fold away in every float16 kernel (about 20 ms of gcc's time per unit).
+   and fold away in every float16 kernel (a few ms of gcc's time per unit, within a VM's noise).
    Where the target has F16C they go through float32: a float16 converts to float32 exactly;
    for these operations on float16 operands the float32 result (24 bits ≥ 2·11 + 2, and no
    float16 operation reaches float32's subnormals or overflow) rounded again to float16 (F16C's

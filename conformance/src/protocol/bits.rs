@@ -65,19 +65,9 @@ impl Serialize for Bits {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match self {
             Bits::Null => s.serialize_none(),
-            Bits::Hex(v) => {
-                // "0x" and at most 16 digits, without a heap string.
-                const DIGITS: &[u8; 16] = b"0123456789abcdef";
-                let mut buf = [0u8; 18];
-                let n = (64 - v.leading_zeros()).div_ceil(4).max(1) as usize;
-                buf[0] = b'0';
-                buf[1] = b'x';
-                for i in 0..n {
-                    buf[2 + i] = DIGITS[((v >> (4 * (n - 1 - i))) & 0xf) as usize];
-                }
-                // ASCII by construction.
-                s.serialize_str(std::str::from_utf8(&buf[..2 + n]).unwrap_or("0x0"))
-            }
+            // Formatted straight into the output (serde_json writes `collect_str` without a
+            // String of its own).
+            Bits::Hex(v) => s.collect_str(&format_args!("{v:#x}")),
             Bits::Text(t) => s.serialize_str(t),
         }
     }
