@@ -18,7 +18,7 @@ use uopkit_interp::tensor::{Ctx, Tensor};
 use uopkit_interp::verify::{self, Limits};
 
 mod matmul_inputs;
-use matmul_inputs::{matmul, Rng};
+use matmul_inputs::{conv, matmul, Rng};
 
 fn schedule(ctx: &Ctx, root: &Tensor, disabled: &[&str]) -> Schedule {
     let g = ctx.graph();
@@ -316,12 +316,14 @@ fn dyadic_with_specials(
 #[test]
 fn long_reductions_are_tiled_in_k_blocks_and_exact() {
     let cases = [
-        // 4096·16 float32 = 256 KiB: blocks of 2048; 8 rows = 2 blocks of 4.
-        (DType::Float32, (8, 4096, 16), (4, 16, 2048, 8)),
-        // 2049 = 3·683: three blocks of 683; 12 rows = 3 blocks of 4; two column tiles.
-        (DType::Float32, (12, 2049, 32), (4, 16, 683, 12)),
+        // 4096·16 float32 = 256 KiB: blocks of 2048; 32 rows = 8 blocks of 4, row panels of
+        // 2 blocks (MIN_ROW_PANELS = 4 row panels for threads).
+        (DType::Float32, (32, 4096, 16), (4, 16, 2048, 8)),
+        // 2049 = 3·683: three blocks of 683; 12 rows = 3 blocks of 4, too few for 4 row
+        // panels: panels of one block; two column tiles.
+        (DType::Float32, (12, 2049, 32), (4, 16, 683, 4)),
         // float64, T = 8: 2112·8·8 bytes; blocks of 1056; 6 rows = 2 blocks of 3.
-        (DType::Float64, (6, 2112, 8), (3, 8, 1056, 6)),
+        (DType::Float64, (6, 2112, 8), (3, 8, 1056, 3)),
     ];
     for (s, (dt, shape, (rows, cols, kb, panel_rows))) in cases.into_iter().enumerate() {
         let (a, b) = dyadic_with_specials(dt, shape, 300 + s as u64);
@@ -346,6 +348,75 @@ fn long_reductions_are_tiled_in_k_blocks_and_exact() {
         panel_rows: 4,
     };
     check_data(DType::Int32, (4, 4096, 16), SEQ, e, &a, &b);
+}
+
+/// A convolution: two reduced ranges (channel, tap) and a panel operand strided by the tap
+/// count along the output column. It is tiled (a panel of K·T = ch·kw·16 and 4×16
+/// accumulators; 8 output channels are small, so the column tiles are the outer loop and
+/// run on threads) and gives the oracle's bits, the untiled program's and a plain loop's,
+/// (c, k) row-major from +0, on inputs with NaN payloads, ±inf, −0 and subnormals.
+#[test]
+fn a_convolution_with_two_reduced_ranges_and_strided_windows_is_tiled_and_exact() {
+    for (s, (ch, o, kw, l)) in [(3, 8, 4, 256), (5, 12, 2, 128)].into_iter().enumerate() {
+        let dt = DType::Float32;
+        let p = l / kw;
+        let mut rng = Rng(500 + s as u64);
+        let (x, w) = (rng.data(dt, ch * l), rng.data(dt, o * ch * kw));
+        let ctx = Ctx::new();
+        let root = conv(&ctx, (ch, o, kw, l), dt, &x, &w, SEQ);
+        let what = format!("conv ch {ch}, o {o}, kw {kw}, l {l}");
+        let on = schedule(&ctx, &root, &[]);
+        let off = schedule(&ctx, &root, &["matmul_register_tile"]);
+        let regs = registers(&on);
+        let rows = if o % 4 == 0 { 4 } else { 3 };
+        assert!(
+            regs.contains(&(ch * kw * 16)) && regs.contains(&(rows * 16)),
+            "{what}: no panel of {}x16 and accumulators {rows}x16: registers {regs:?}",
+            ch * kw
+        );
+        assert!(
+            on.programs()
+                .iter()
+                .flat_map(|p| p.insts.iter())
+                .any(|i| i.op == Op::RANGE
+                    && matches!(i.arg, KArg::Axis(a) if a == uopkit_compiler::optimize::threads::PARALLEL_AXIS)),
+            "{what}: the column tiles are not a parallel loop"
+        );
+        let got = run_cpu(&ctx, &on);
+        let without = run_cpu(&ctx, &off);
+        let want = bits(&ctx.evaluate(&[&root]).expect("the oracle evaluates")[0]);
+        let mut plain = vec![];
+        for oo in 0..o {
+            for pp in 0..p {
+                let mut acc = 0.0f32;
+                for c in 0..ch {
+                    for k in 0..kw {
+                        let a = f32::from_bits(x[c * l + pp * kw + k] as u32);
+                        let b = f32::from_bits(w[(oo * ch + c) * kw + k] as u32);
+                        acc += a * b;
+                    }
+                }
+                plain.push(acc.to_bits() as u64);
+            }
+        }
+        assert_eq!(got.len(), o * p, "{what}");
+        for (name, other) in [
+            ("the oracle", &want),
+            ("the program without the rule", &without),
+        ] {
+            if let Some(i) = (0..got.len()).find(|&i| got[i] != other[i]) {
+                panic!(
+                    "{what}: element {i}: compiled {:#x}, {name} {:#x}",
+                    got[i], other[i]
+                );
+            }
+        }
+        assert_eq!(
+            canon(dt, &got),
+            canon(dt, &plain),
+            "{what}: against the plain loop"
+        );
+    }
 }
 
 #[test]

@@ -45,6 +45,7 @@ def gen(C):
     gen_fusion(C)
     gen_matmul_tile(C)
     gen_matmul_k_blocks(C)
+    gen_conv_tile(C)
     gen_pass_guards(C)
     gen_nan_operands(C)
     gen_inplace_reduce(C)
@@ -700,6 +701,50 @@ def gen_matmul_k_blocks(C):
     prod = g.op("MUL", dt, va, vb)
     out(g, "y", g.reduce(prod, "ADD", 1), T([m, n], rows, dt))
     C.add(GRP, "matmul_register_tile_k_blocks", g)
+
+
+def gen_conv_tile(C):
+    # A 1-D convolution with stride = kernel width, as the bench's conv: x [3, 256] read as 64 windows of 4
+    # (RESHAPE [3,64,4], PERMUTE to [3,4,64]), w [8,3,4]; out[o, p] = sum over (c, k), row-major (c outer),
+    # of x[c, 4p + k] * w[o, c, k]. Two reduced axes (c and k), and the operand that does not depend on the
+    # output row o reads x with a stride of 4 along the output column p: uopkit's CPU target tiles it
+    # (cpu_tile packs the strided windows into a contiguous panel and keeps one accumulator per element); with
+    # 8 rows (3 KiB of w) and 4 column tiles of 16, the column tiles are the outer loop, which cpu_threads
+    # runs on threads. Inputs are prng integers in [-30000, 30000] (docs/case-format.md): products reach 9e8
+    # and every MUL and ADD rounds in float32, so any other fold order than (c, k) row-major from +0 shows.
+    # Expected values: Python doubles rounded to float32 after each MUL and ADD (a product of two float32 is
+    # exact in a double; a sum of two is rounded once correctly because 53 >= 2*24 + 1).
+    import struct
+    dt = "float32"
+    ch, o, kw, length = 3, 8, 4, 256
+    p = length // kw
+    lo, hi = -30000, 30000
+
+    def f32(x):
+        return struct.unpack("<f", struct.pack("<f", x))[0]
+
+    x = splitmix64(63, ch * length, lo, hi)
+    w = splitmix64(64, o * ch * kw, lo, hi)
+    rows = []
+    for oo in range(o):
+        for pp in range(p):
+            acc = 0.0
+            for c in range(ch):
+                for k in range(kw):
+                    acc = f32(acc + f32(float(x[c * length + pp * kw + k]) * float(w[(oo * ch + c) * kw + k])))
+            rows.append(struct.unpack("<I", struct.pack("<f", acc))[0])
+    g = G("float32 1-D convolution, stride = kernel width: x [3,256] as 64 windows of 4, w [8,3,4], "
+          "out[o,p] = sum over (c, k) row-major of x[c,4p+k]*w[o,c,k]: two reduced axes and a strided operand, "
+          "which the CPU target's cpu_tile packs into a panel (column tiles outermost, on threads); prng integers "
+          "in [-30000, 30000], so every MUL and ADD rounds (expected values: Python doubles rounded to float32 "
+          "after each op, (c, k) row-major from +0)", [GRP, "reduce", "matmul", "conv", "float32"])
+    bx = g.buffer(dt, ch * length, init={"prng": {"seed": 63, "lo": lo, "hi": hi}})
+    vx = g.permute(g.expand(g.permute(g.reshape(bx, [ch, p, kw]), [0, 2, 1]), [o]), [1, 2, 0, 3])
+    bw = g.buffer(dt, o * ch * kw, init={"prng": {"seed": 64, "lo": lo, "hi": hi}})
+    vw = g.permute(g.expand(g.reshape(bw, [o, ch, kw]), [p]), [2, 3, 1, 0])
+    prod = g.op("MUL", dt, vx, vw)
+    out(g, "y", g.reduce(prod, "ADD", 2), T([o, p], rows, dt))
+    C.add(GRP, "conv_register_tile_strided_windows", g)
 
 
 # -- a sweep of the value-range analysis: every integer op on operands of each sign class ------------------

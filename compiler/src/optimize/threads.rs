@@ -21,14 +21,20 @@
 //! The proof of disjointness. The kernel's only effect is `END(body, r)` with a constant
 //! extent n ≥ 2, and it holds no shared buffer, launch index or barrier. For
 //! every INDEX into a parameter that some STORE writes (loads included), the address is
-//! written as `c·r + rest`, where `rest` does not depend on r (ADD, SUB and MUL by a constant
-//! are looked through), with the value range of `rest` from the range analysis. All those
-//! accesses must share one `c ≠ 0`, and the union `[lo, hi]` of their `rest` ranges must be
-//! narrower than |c|, and every address c·r + rest (r < n) must lie in int64 (the kernel
-//! computes addresses in wrapping int64, which agrees with the exact value exactly then): then
-//! iteration r touches only `[c·r + lo, c·r + hi]`, and two iterations never touch the same
-//! element. Anything else (a store that does not depend on
-//! r, an address through a loaded value, a division) leaves the loop sequential.
+//! written as `c·r + Σ aₘ·xₘ + k` (ADD, SUB and MUL by a constant are looked through; the
+//! atoms xₘ do not depend on r, and their value ranges come from the range analysis). The
+//! terms with |aₘ| < |c| and k are the access's `low` part, the others its `high` part, and
+//! H is the gcd of the high coefficients of all accesses. All accesses must share one
+//! `c ≠ 0`; the union W of their low ranges must be narrower than |c|; where there are high
+//! terms, |c|·(n − 1) + width(W) < H; and every address (r < n) must lie in int64 (the
+//! kernel computes addresses in wrapping int64, which agrees with the exact value exactly
+//! then). Then v = c·r + low lies in a window narrower than H, so two addresses
+//! H·u + v = H·u' + v' have u = u' and v = v', hence c·(r − r') = low' − low with
+//! |low' − low| < |c|: r = r'. Without high terms this is the row rule (iteration r touches
+//! only `[c·r + min W, c·r + max W]`); with them it also covers an outer loop over column
+//! tiles, `out[1024·row + 16·r + l]` with l < 16 and r < 64 (`cpu_tile`'s columns-outer
+//! nest). Anything else (a store that does not depend on r, an address through a loaded
+//! value, a division) leaves the loop sequential.
 //! Two parameter slots bound to the same memory are not covered by this proof: the runtime
 //! runs such launches on one thread.
 //!
@@ -163,7 +169,7 @@ fn disjoint(g: &Graph, body: NodeId, r: NodeId, extent: i128) -> bool {
         return false;
     }
     let mut vr = VRanges::new(g);
-    let mut window: Option<(i128, VRange)> = None;
+    let mut accesses: Vec<Lin> = vec![];
     for &n in &reach {
         let node = g.node(n);
         if node.op != Op::INDEX {
@@ -178,25 +184,187 @@ fn disjoint(g: &Graph, body: NodeId, r: NodeId, extent: i128) -> bool {
         if !written.contains(&slot) {
             continue;
         }
-        let Some((c, rest)) = affine(g, &mut vr, &dep, idx, r) else {
+        let Some(lin) = linear(g, &dep, idx, r, 0) else {
             return false;
         };
-        // The proof is in exact arithmetic; the kernel computes addresses in wrapping int64.
-        // ADD, SUB and MUL wrap consistently mod 2^64, so the int64 address equals the exact
-        // one whenever the exact c·r + rest stays in int64 for every r < extent.
+        accesses.push(lin);
+    }
+    windows_disjoint(&mut vr, &accesses, extent)
+}
+
+/// An address as `c·r + Σ aₘ·xₘ + k`: r's coefficient c, the other terms (atoms xₘ, nodes
+/// that do not depend on r, with coefficients aₘ ≠ 0) and the constant k.
+#[derive(Clone, Debug, Default)]
+struct Lin {
+    c: i128,
+    terms: BTreeMap<NodeId, i128>,
+    k: i128,
+}
+
+impl Lin {
+    fn atom(x: NodeId) -> Lin {
+        Lin {
+            terms: BTreeMap::from([(x, 1)]),
+            ..Lin::default()
+        }
+    }
+
+    fn plus(mut self, o: &Lin, sign: i128) -> Option<Lin> {
+        self.c = self.c.checked_add(o.c.checked_mul(sign)?)?;
+        self.k = self.k.checked_add(o.k.checked_mul(sign)?)?;
+        for (&x, &a) in &o.terms {
+            let e = self.terms.entry(x).or_insert(0);
+            *e = e.checked_add(a.checked_mul(sign)?)?;
+            if *e == 0 {
+                self.terms.remove(&x);
+            }
+        }
+        Some(self)
+    }
+
+    fn times(mut self, m: i128) -> Option<Lin> {
+        if m == 0 {
+            return Some(Lin::default());
+        }
+        self.c = self.c.checked_mul(m)?;
+        self.k = self.k.checked_mul(m)?;
+        for a in self.terms.values_mut() {
+            *a = a.checked_mul(m)?;
+        }
+        Some(self)
+    }
+}
+
+/// How deep [`linear`] looks through ADD, SUB and MUL by a constant in the part of an
+/// address that does not depend on r (deeper, a node is an atom: its value range is used).
+const MAX_LINEAR_DEPTH: usize = 64;
+
+/// `idx` as a [`Lin`] (None when r appears other than through ADD, SUB and MUL by a
+/// constant).
+fn linear(
+    g: &Graph,
+    dep: &BTreeMap<NodeId, bool>,
+    idx: NodeId,
+    r: NodeId,
+    depth: usize,
+) -> Option<Lin> {
+    if idx == r {
+        return Some(Lin {
+            c: 1,
+            ..Lin::default()
+        });
+    }
+    let n = g.node(idx);
+    let depends = dep.get(&idx) == Some(&true);
+    if !depends {
+        if let Some(k) = const_int(g, idx) {
+            return Some(Lin {
+                k,
+                ..Lin::default()
+            });
+        }
+        if depth >= MAX_LINEAR_DEPTH || n.dtype != DType::Int64 {
+            return Some(Lin::atom(idx));
+        }
+    }
+    if n.dtype != DType::Int64 {
+        return None;
+    }
+    let sub = |x: NodeId| linear(g, dep, x, r, depth + 1);
+    let lin = match (n.op, &n.src[..]) {
+        (Op::ADD, &[a, b]) => sub(a).and_then(|la| la.plus(&sub(b)?, 1)),
+        (Op::SUB, &[a, b]) => sub(a).and_then(|la| la.plus(&sub(b)?, -1)),
+        (Op::MUL, &[a, b]) => match (const_int(g, a), const_int(g, b)) {
+            (_, Some(k)) => sub(a).and_then(|l| l.times(k)),
+            (Some(k), None) => sub(b).and_then(|l| l.times(k)),
+            (None, None) => None,
+        },
+        _ => None,
+    };
+    match lin {
+        Some(l) => Some(l),
+        None if !depends => Some(Lin::atom(idx)),
+        None => None,
+    }
+}
+
+/// Whether iterations r ≠ r' (r, r' < extent) of the accesses `acc` never reach one
+/// address. Each access is `c·r + low + high`: `low` the terms with |aₘ| < |c| and the
+/// constant, in a range from the value-range analysis; `high` the terms with |aₘ| ≥ |c|,
+/// all multiples of H, the gcd of their coefficients over every access. It holds when
+/// every access has the same c ≠ 0, the union W of the low ranges is narrower than |c|,
+/// and, where there are high terms, |c|·(extent − 1) + width(W) < H:
+///
+/// then v = c·r + low lies in a window narrower than H, so from H·u + v = H·u' + v' follow
+/// u = u' and v = v', so c·(r − r') = low' − low, and |low' − low| ≤ width(W) < |c| gives
+/// r = r'. (Without high terms this is the row rule `c·r + rest`, |rest| window < |c|.) The
+/// high atoms may take any values; their ranges only bound the address, which must lie in
+/// int64 (the kernel computes addresses in wrapping int64, which agrees with the exact
+/// value exactly then).
+fn windows_disjoint(vr: &mut VRanges, acc: &[Lin], extent: i128) -> bool {
+    let Some(c) = acc.first().map(|l| l.c) else {
+        // No access into a written param (so nothing is written): nothing worth threading.
+        return false;
+    };
+    if c == 0 || acc.iter().any(|l| l.c != c) {
+        return false;
+    }
+    let mut h: i128 = 0;
+    let mut window: Option<VRange> = None;
+    for l in acc {
+        let mut low = VRange::point(l.k);
+        let mut high = VRange::point(0);
+        for (&x, &a) in &l.terms {
+            let Some(xr) = vr.get(x) else { return false };
+            let Some(t) = scaled(xr, a) else { return false };
+            let part = if a.abs() < c.abs() {
+                &mut low
+            } else {
+                h = gcd(h, a.abs());
+                &mut high
+            };
+            let (Some(lo), Some(hi)) = (part.min.checked_add(t.min), part.max.checked_add(t.max))
+            else {
+                return false;
+            };
+            *part = VRange::new(lo, hi);
+        }
+        let Some(rest) = low
+            .min
+            .checked_add(high.min)
+            .zip(low.max.checked_add(high.max))
+            .map(|(lo, hi)| VRange::new(lo, hi))
+        else {
+            return false;
+        };
         if !fits_int64(c, rest, extent) {
             return false;
         }
-        window = match window {
-            None => Some((c, rest)),
-            Some((c0, w)) if c0 == c => Some((c, w.union(rest))),
-            Some(_) => return false,
-        };
+        window = Some(window.map_or(low, |w| w.union(low)));
     }
-    match window {
-        // No access into a written param (so nothing is written): nothing worth threading.
-        None => false,
-        Some((c, w)) => c != 0 && w.max - w.min < c.abs(),
+    let Some(w) = window else { return false };
+    let width = w.max - w.min;
+    if width >= c.abs() {
+        return false;
+    }
+    h == 0
+        || c.abs()
+            .checked_mul(extent - 1)
+            .and_then(|s| s.checked_add(width))
+            .is_some_and(|span| span < h)
+}
+
+/// `a·x` for x in `xr`.
+fn scaled(xr: VRange, a: i128) -> Option<VRange> {
+    let (p, q) = (xr.min.checked_mul(a)?, xr.max.checked_mul(a)?);
+    Some(VRange::new(p.min(q), p.max(q)))
+}
+
+fn gcd(a: i128, b: i128) -> i128 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
     }
 }
 
@@ -209,56 +377,6 @@ fn fits_int64(c: i128, rest: VRange, extent: i128) -> bool {
     match (lo.checked_add(rest.min), hi.checked_add(rest.max)) {
         (Some(lo), Some(hi)) => lo >= i128::from(i64::MIN) && hi <= i128::from(i64::MAX),
         _ => false,
-    }
-}
-
-/// `idx` as `c·r + rest`: the coefficient c and the value range of `rest` (None when `idx`
-/// is not of that form or a range is unknown).
-fn affine(
-    g: &Graph,
-    vr: &mut VRanges,
-    dep: &BTreeMap<NodeId, bool>,
-    idx: NodeId,
-    r: NodeId,
-) -> Option<(i128, VRange)> {
-    if idx == r {
-        return Some((1, VRange::point(0)));
-    }
-    if dep.get(&idx) != Some(&true) {
-        return Some((0, vr.get(idx)?));
-    }
-    let n = g.node(idx);
-    if n.dtype != DType::Int64 {
-        return None;
-    }
-    match (n.op, &n.src[..]) {
-        (Op::ADD, &[a, b]) => {
-            let (ca, ra) = affine(g, vr, dep, a, r)?;
-            let (cb, rb) = affine(g, vr, dep, b, r)?;
-            Some((
-                ca.checked_add(cb)?,
-                VRange::new(ra.min.checked_add(rb.min)?, ra.max.checked_add(rb.max)?),
-            ))
-        }
-        (Op::SUB, &[a, b]) => {
-            let (ca, ra) = affine(g, vr, dep, a, r)?;
-            let (cb, rb) = affine(g, vr, dep, b, r)?;
-            Some((
-                ca.checked_sub(cb)?,
-                VRange::new(ra.min.checked_sub(rb.max)?, ra.max.checked_sub(rb.min)?),
-            ))
-        }
-        (Op::MUL, &[a, b]) => {
-            let (x, k) = match (const_int(g, a), const_int(g, b)) {
-                (_, Some(k)) => (a, k),
-                (Some(k), None) => (b, k),
-                (None, None) => return None,
-            };
-            let (cx, rx) = affine(g, vr, dep, x, r)?;
-            let (p, q) = (rx.min.checked_mul(k)?, rx.max.checked_mul(k)?);
-            Some((cx.checked_mul(k)?, VRange::new(p.min(q), p.max(q))))
-        }
-        _ => None,
     }
 }
 
@@ -352,5 +470,46 @@ mod tests {
             disjoint(&g, body, r, 8),
             "7 · 2^59 + 0 fits in int64: no wrap, disjoint"
         );
+    }
+
+    /// `out[h·q + 16·r + l]` for r < 8, l < 16, q < 4 (a row q above column tiles r of 16).
+    fn tiles(h: i128, l_extent: i128) -> (Graph, NodeId, NodeId) {
+        let mut g = Graph::default();
+        let out = add(&mut g, Op::PARAM, DType::Float32, vec![], KArg::Param(0), 0);
+        let e8 = i64c(&mut g, 8);
+        let r = add(&mut g, Op::RANGE, DType::Int64, vec![e8], KArg::Axis(0), 0);
+        let e4 = i64c(&mut g, 4);
+        let q = add(&mut g, Op::RANGE, DType::Int64, vec![e4], KArg::Axis(1), 0);
+        let el = i64c(&mut g, l_extent);
+        let l = add(&mut g, Op::RANGE, DType::Int64, vec![el], KArg::Axis(2), 0);
+        let hq = row(&mut g, q, l, h);
+        let c16 = i64c(&mut g, 16);
+        let r16 = alu(&mut g, Op::MUL, DType::Int64, vec![r, c16]);
+        let idx = alu(&mut g, Op::ADD, DType::Int64, vec![hq, r16]);
+        let at = alu(&mut g, Op::INDEX, DType::Float32, vec![out, idx]);
+        let one = konst(&mut g, DType::Float32, 1f32.to_bits() as u64);
+        let st = add(&mut g, Op::STORE, DType::Void, vec![at, one], KArg::None, 0);
+        let e = add(&mut g, Op::END, DType::Void, vec![st, l], KArg::None, 0);
+        let e = add(&mut g, Op::END, DType::Void, vec![e, q], KArg::None, 0);
+        (g, e, r)
+    }
+
+    #[test]
+    fn column_tiles_under_a_row_term_are_disjoint_exactly_when_they_fit_below_it() {
+        // 16·7 + 15 = 127 < 128: rows of 128 hold the 8 tiles of 16 side by side.
+        let (g, body, r) = tiles(128, 16);
+        assert!(disjoint(&g, body, r, 8), "out[128q + 16r + l], l < 16");
+        // Rows of 127: tile 7 of row q reaches 16·7 + 15 = 127, row q + 1's first element.
+        let (g, body, r) = tiles(127, 16);
+        assert!(!disjoint(&g, body, r, 8), "out[127q + 16r + l] overlaps");
+        // Any row term above the window: disjoint.
+        let (g, body, r) = tiles(256, 16);
+        assert!(disjoint(&g, body, r, 8), "out[256q + 16r + l]");
+        // l < 17 overlaps the next tile, whatever the row term.
+        let (g, body, r) = tiles(1024, 17);
+        assert!(!disjoint(&g, body, r, 8), "out[1024q + 16r + l], l < 17");
+        // A row term of exactly c = 16 is no row term: out[16q + 16r + l] overlaps.
+        let (g, body, r) = tiles(16, 16);
+        assert!(!disjoint(&g, body, r, 8), "out[16q + 16r + l]");
     }
 }

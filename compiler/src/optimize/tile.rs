@@ -8,15 +8,19 @@
 //! ```
 //!
 //! where i and j have constant extents M and N, k has a constant extent K, and x has a
-//! LOAD `L` that does not depend on i and whose address moves by exactly 1 when j does (in
-//! the matmul `x = a[i,k]·b[k,j]`, `L = b[k,j]`). With V = 32 bytes of the dtype (one AVX2
+//! LOAD `L` that does not depend on i and whose address moves by a constant s ≠ 0 when j
+//! does (in the matmul `x = a[i,k]·b[k,j]`, `L = b[k,j]`, s = 1; in a 1-D convolution with
+//! stride 4, `L = x[c, 4j + k]`, s = 4: the packing gathers it). The REDUCE may have several
+//! reduced ranges k₀ … (a convolution's channel and tap): k below stands for their
+//! row-major flat index (K their product), the fold keeps their loops, k₀ outermost, so each
+//! element's order is still the REDUCE's. With V = 32 bytes of the dtype (one AVX2
 //! register: 8 float32), a j-tile T = 2V (or V), a block of B ∈ {4, 3, 2} rows and a row
 //! panel of MB = B·R rows (R ≤ 16 blocks), it becomes
 //!
 //! ```text
 //! for ib < M/MB:                                         (rows ib·MB …, an output axis)
 //!   for jo < N/T:                                        (columns jo·T … jo·T+T−1)
-//!     for k' < K: for j' < T: panel[k'·T + j'] = L[k := k', j := jo·T + j']
+//!     for k' < K: panel[k'·T + j'] = L[k := k', j := jo·T + j']   for j' < T (unrolled)
 //!     for io < R:                                        (rows i₀ = ib·MB + io·B …)
 //!       for q < B·T: acc[q] = identity
 //!       for k < K: for l < V:                            (one statement per row and half)
@@ -57,6 +61,17 @@
 //! (every (i, j) writes its own element), and the stored value and gate read nothing the
 //! kernel writes (besides the REDUCE).
 //!
+//! Loop order: where the row operand is small (M·K elements of the accumulator's size
+//! within [`COLUMNS_OUTER_MAX_BYTES`]) and there are at least [`MIN_ROW_PANELS`] column
+//! tiles, there is no ib loop: jo is the outermost loop and io runs over all M/B blocks, so
+//! each panel is packed once (a convolution's 64 output channels: the panel packing had
+//! been a third of the time) and `cpu_threads` splits the column tiles (their stores
+//! `out[c·(i₀ + r) + jo·T + l]` are disjoint by its mixed-radix rule). Otherwise R is capped
+//! so that there are [`MIN_ROW_PANELS`] row panels where M has that many blocks.
+//!
+//! The panel row's T copies are T statements, not a loop of T: gcc turns them into vector
+//! copies, or for a strided L into in-register transposes.
+//!
 //! Long reductions: T is the widest of 2V, V that divides N and whose panel fits
 //! [`MAX_PANEL_BYTES`], either whole (K·T) or cut in k blocks of KB·T for the largest
 //! divisor KB ≥ [`MIN_K_BLOCK`] of K that fits (the nest of `k_blocked`: each row panel's
@@ -64,7 +79,7 @@
 //! back around each block's k loop, which is the loop above).
 //!
 //! Remainders: the rule fires only where the blocks divide (B | M, T | N) and a panel fits;
-//! other shapes are left to `cpu_interchange`. Only one reduced range; only float32,
+//! other shapes are left to `cpu_interchange`. k blocks only for one reduced range; only float32,
 //! float64 and 32-bit integer accumulators and panels (what AVX2 computes in vectors).
 //!
 //! Checked in the object code (gcc 12, `-O2 -march=native -ffp-contract=off`, Zen 3, the
@@ -74,6 +89,9 @@
 //!
 //! Measured (`uopkit bench --workloads matmul`, 1024² float32, one thread, a shared and
 //! loaded 2-vCPU Zen 3): two to three times the GFLOP/s of `cpu_interchange`'s row alone.
+//! The bench's conv (x 64×4096, w 64×64×4, stride 4; 2-vCPU Zen 5): 8.3 GFLOP/s untiled
+//! (two reduced ranges and a strided operand were refused), 63 tiled with packing per row
+//! panel, 75–85 with the column tiles outermost, on threads, and the unrolled packing.
 
 use std::collections::BTreeMap;
 
@@ -97,6 +115,15 @@ pub const ROW_BLOCKS: [i128; 3] = [4, 3, 2];
 
 /// The most row blocks one panel of B is reused for (R; MB = B·R rows).
 pub const MAX_BLOCKS_PER_PANEL: i128 = 16;
+
+/// The fewest row panels (M/MB) a tile is cut into where M has that many row blocks: the
+/// row-panel loop is the outermost, the one `cpu_threads` runs on threads.
+pub const MIN_ROW_PANELS: i128 = 4;
+
+/// The largest row operand (M·K elements of the accumulator's size) for which the column
+/// tiles are the outermost loop (each panel packed once, the row operand re-read from cache
+/// for every column tile).
+pub const COLUMNS_OUTER_MAX_BYTES: i128 = 256 * 1024;
 
 /// The largest packed panel (K·T elements, or KB·T in a k-blocked nest) the rule builds, in
 /// bytes (a local array of each thread's stack).
@@ -219,10 +246,14 @@ fn register_tile(g: &mut Graph, _c: &Captures, id: NodeId) -> Option<NodeId> {
     if !per_element_in_order(op, order, dt) {
         return None;
     }
-    let [x, k] = rn.src[..] else {
-        return None;
-    };
-    let kk = extent_of(g, k)?;
+    // One or more reduced ranges k₀ … k₋₁ (k₀ outermost: the fold's row-major order), each
+    // of a constant extent; K is their product and the flat k their row-major index.
+    let (&x, ks) = rn.src.split_first()?;
+    let kext: Vec<i128> = ks.iter().map(|&k| extent_of(g, k)).collect::<Option<_>>()?;
+    let kk = kext
+        .iter()
+        .try_fold(1i128, |p, &e| p.checked_mul(e))
+        .filter(|_| !ks.is_empty())?;
     let reach_x = g.reachable(&[x]);
     if !reads_only_inputs(g, &reach_x, base) {
         return None;
@@ -256,16 +287,24 @@ fn register_tile(g: &mut Graph, _c: &Captures, id: NodeId) -> Option<NodeId> {
     }) {
         return None;
     }
-    // The panel load: independent of i, contiguous along j.
-    let l = reach_x.iter().copied().find(|&c| {
+    // The panel load: independent of i, moving by a constant s ≠ 0 along j (contiguous,
+    // s = 1, preferred; a strided one — a convolution's windows — is packed the same way).
+    let j_slope = |g: &Graph, c: NodeId| -> Option<i128> {
         let cn = g.node(c);
-        cn.op == Op::LOAD
-            && !g.reachable(&[c]).contains(&i)
-            && cn.src.first().is_some_and(|&at| {
-                let an = g.node(at);
-                an.op == Op::INDEX && an.src.get(1).is_some_and(|&e| slope(g, e, j) == Some(1))
-            })
-    })?;
+        if cn.op != Op::LOAD || g.reachable(&[c]).contains(&i) {
+            return None;
+        }
+        let an = g.node(*cn.src.first()?);
+        if an.op != Op::INDEX {
+            return None;
+        }
+        slope(g, *an.src.get(1)?, j).filter(|&s| s != 0)
+    };
+    let l = reach_x
+        .iter()
+        .copied()
+        .find(|&c| j_slope(g, c) == Some(1))
+        .or_else(|| reach_x.iter().copied().find(|&c| j_slope(g, c).is_some()))?;
     let ldt = g.node(l).dtype;
     // The shape of the tile.
     let vw = VECTOR_BYTES / vector_itemsize(dt)?;
@@ -281,12 +320,16 @@ fn register_tile(g: &mut Graph, _c: &Captures, id: NodeId) -> Option<NodeId> {
         .find_map(|t| k_block(kk, t.checked_mul(lsize)?).map(|kbl| (t, kbl)))?;
     let b = ROW_BLOCKS.into_iter().find(|b| m % b == 0)?;
     let blocks = m / b;
-    let r = (1..=MAX_BLOCKS_PER_PANEL)
-        .rev()
-        .find(|r| blocks % r == 0)
-        .unwrap_or(1);
+    // R: the most blocks (≤ MAX_BLOCKS_PER_PANEL) that still leave MIN_ROW_PANELS row
+    // panels where there are that many blocks (the row panels are what threads share).
+    let most = MAX_BLOCKS_PER_PANEL.min((blocks / MIN_ROW_PANELS).max(1));
+    let r = (1..=most).rev().find(|r| blocks % r == 0).unwrap_or(1);
     let mb = b * r;
     if kbl < kk {
+        // k blocks are cut from one reduced range only.
+        let [k] = ks[..] else {
+            return None;
+        };
         let nest = Nest {
             x,
             k,
@@ -314,19 +357,26 @@ fn register_tile(g: &mut Graph, _c: &Captures, id: NodeId) -> Option<NodeId> {
     }
     let panel = kk.checked_mul(t)?;
     let outer: Vec<NodeId> = ranges.of(g, id).iter().copied().collect();
+    // Columns outermost where the row operand is small (M·K elements within
+    // COLUMNS_OUTER_MAX_BYTES, so it stays in cache across column tiles) and there are
+    // MIN_ROW_PANELS column tiles: each panel is packed once, not once per row panel, and
+    // the column tiles are what threads share. Otherwise row panels outermost.
+    let columns_outer = m.checked_mul(kk)?.checked_mul(vector_itemsize(dt)?)?
+        <= COLUMNS_OUTER_MAX_BYTES
+        && n / t >= MIN_ROW_PANELS;
+    let (r, mb) = if columns_outer { (blocks, m) } else { (r, mb) };
 
     let ax = |n: u32| pass_id(id, n);
-    let ib = range(g, m / mb, ax(0), 1);
+    let ib = (!columns_outer).then(|| range(g, m / mb, ax(0), 1));
     let jo = range(g, n / t, ax(1), 2);
     let io = (r > 1).then(|| range(g, r, ax(2), 3));
-    // Row i₀ of the block, column jo·T.
-    let ibm = affine(g, Some(ib), mb, None);
-    let i0 = match io {
-        Some(io) => {
-            let iob = affine(g, Some(io), b, None);
-            alu(g, Op::ADD, DType::Int64, vec![ibm, iob])
-        }
-        None => ibm,
+    // Row i₀ of the block (ib·MB + io·B), column jo·T.
+    let ibm = ib.map(|ib| affine(g, Some(ib), mb, None));
+    let iob = io.map(|io| affine(g, Some(io), b, None));
+    let i0 = match (ibm, iob) {
+        (Some(x), Some(y)) => alu(g, Op::ADD, DType::Int64, vec![x, y]),
+        (Some(x), None) | (None, Some(x)) => x,
+        (None, None) => i64c(g, 0),
     };
     let j0 = affine(g, Some(jo), t, None);
 
@@ -339,18 +389,21 @@ fn register_tile(g: &mut Graph, _c: &Captures, id: NodeId) -> Option<NodeId> {
         KArg::Reg(usize::try_from(panel).ok()?),
         pass_id(id, 1),
     );
-    let kp = range(g, kk, ax(3), 4);
-    let jp = range(g, t, ax(3), 5);
-    let jpos = alu(g, Op::ADD, DType::Int64, vec![j0, jp]);
-    let lp = substitute(g, l, &BTreeMap::from([(k, kp), (j, jpos)]));
+    // One packing loop per reduced range (tags 16, 17, …), the panel row their flat index.
+    let kps: Vec<NodeId> = kext
+        .iter()
+        .zip(16u32..)
+        .map(|(&e, tag)| range(g, e, ax(3), tag))
+        .collect();
+    let lsubs: BTreeMap<NodeId, NodeId> = ks.iter().copied().zip(kps.iter().copied()).collect();
     let mut pdeps = outer.clone();
-    pdeps.extend([ib, jo]);
+    pdeps.extend(ib);
+    pdeps.push(jo);
     let pa = after(g, pbuf, &pdeps);
-    let paddr = affine(g, Some(kp), t, Some(jp));
-    let pat = alu(g, Op::INDEX, ldt, vec![pa, paddr]);
-    let pst = add(g, Op::STORE, DType::Void, vec![pat, lp], KArg::None, 0);
-    let pe = add(g, Op::END, DType::Void, vec![pst, jp], KArg::None, 0);
-    let packed = add(g, Op::END, DType::Void, vec![pe, kp], KArg::None, 0);
+    let kpf = flat(g, &kps, &kext);
+    let prow = PanelRow { l, j, j0, t, ldt };
+    let pe = prow.build(g, pa, lsubs, kpf);
+    let packed = end_each(g, pe, &kps);
 
     // The accumulators of one row block: acc[q] = identity.
     let acc = add(
@@ -380,7 +433,10 @@ fn register_tile(g: &mut Graph, _c: &Captures, id: NodeId) -> Option<NodeId> {
     // for k: for l < V: one statement per row r and half h.
     let lane = range(g, vw, ax(3), 7);
     let pview = after(g, pbuf, &[packed]);
-    let a1 = after(g, acc, &[init, k, lane]);
+    let mut a1deps = vec![init];
+    a1deps.extend_from_slice(ks);
+    a1deps.push(lane);
+    let a1 = after(g, acc, &a1deps);
     let fold = Fold {
         x,
         l,
@@ -393,7 +449,8 @@ fn register_tile(g: &mut Graph, _c: &Captures, id: NodeId) -> Option<NodeId> {
         b,
         t,
     };
-    let folded = fold.build(g, pview, a1, (i0, j0), lane, (k, None));
+    let kf = flat(g, ks, &kext);
+    let folded = fold.build(g, pview, a1, (i0, j0), lane, (ks, kf, None));
 
     // for r < B: for l < T: STORE(at, v(acc[r·T + l])) at row i₀ + r, column jo·T + l.
     let rr = range(g, b, ax(3), 8);
@@ -411,7 +468,10 @@ fn register_tile(g: &mut Graph, _c: &Captures, id: NodeId) -> Option<NodeId> {
         out = add(g, Op::END, DType::Void, vec![out, io], KArg::None, 0);
     }
     out = add(g, Op::END, DType::Void, vec![out, jo], KArg::None, 0);
-    Some(add(g, Op::END, DType::Void, vec![out, ib], KArg::None, 0))
+    Some(match ib {
+        Some(ib) => add(g, Op::END, DType::Void, vec![out, ib], KArg::None, 0),
+        None => out,
+    })
 }
 
 /// The fold of one row block: for l < V, one update per row r < B and vector h < T/V,
@@ -439,7 +499,7 @@ impl Fold {
         acc: NodeId,
         (i0, j0): (NodeId, NodeId),
         lane: NodeId,
-        (kl, kv): (NodeId, Option<(NodeId, NodeId)>),
+        (kls, kflat, kv): (&[NodeId], NodeId, Option<(NodeId, NodeId)>),
     ) -> NodeId {
         let Fold {
             x,
@@ -453,7 +513,7 @@ impl Fold {
             b,
             t,
         } = *self;
-        let kt = affine(g, Some(kl), t, None);
+        let kt = affine(g, Some(kflat), t, None);
         let mut upds = vec![];
         for row in 0..b {
             let ipos = plus(g, i0, row);
@@ -482,8 +542,63 @@ impl Fold {
         }
         let group = add(g, Op::GROUP, DType::Void, upds, KArg::None, 0);
         let e = add(g, Op::END, DType::Void, vec![group, lane], KArg::None, 0);
-        add(g, Op::END, DType::Void, vec![e, kl], KArg::None, 0)
+        end_each(g, e, kls)
     }
+}
+
+/// One row of the packed panel: `panel[row·T + j'] = L[subs, j := j₀ + j']` for j' < T, as
+/// T statements rather than a loop of T. gcc (-O2) turns them into vector copies, or, where
+/// L is strided along j (a convolution's windows), into in-register transposes; the same
+/// copy as a loop of 16 stayed scalar, a third of a 1-D convolution's time.
+struct PanelRow {
+    l: NodeId,
+    j: NodeId,
+    j0: NodeId,
+    t: i128,
+    ldt: DType,
+}
+
+impl PanelRow {
+    /// The GROUP of the T copies of panel row `row` (`pa`: the panel, after what it waits on).
+    fn build(
+        &self,
+        g: &mut Graph,
+        pa: NodeId,
+        mut subs: BTreeMap<NodeId, NodeId>,
+        row: NodeId,
+    ) -> NodeId {
+        let PanelRow { l, j, j0, t, ldt } = *self;
+        let base = affine(g, Some(row), t, None);
+        let copies: Vec<NodeId> = (0..t)
+            .map(|c| {
+                let jpos = plus(g, j0, c);
+                subs.insert(j, jpos);
+                let lp = substitute(g, l, &subs);
+                let paddr = plus(g, base, c);
+                let pat = alu(g, Op::INDEX, ldt, vec![pa, paddr]);
+                add(g, Op::STORE, DType::Void, vec![pat, lp], KArg::None, 0)
+            })
+            .collect();
+        add(g, Op::GROUP, DType::Void, copies, KArg::None, 0)
+    }
+}
+
+/// The row-major flat index of loops `rs` of extents `ext` (r₀ outermost):
+/// `(…(r₀·e₁ + r₁)·e₂ + …) + rₙ₋₁`; r₀ itself for one loop.
+fn flat(g: &mut Graph, rs: &[NodeId], ext: &[i128]) -> NodeId {
+    let Some((&first, rest)) = rs.split_first() else {
+        return i64c(g, 0);
+    };
+    rest.iter()
+        .zip(ext.iter().skip(1))
+        .fold(first, |f, (&r, &e)| affine(g, Some(f), e, Some(r)))
+}
+
+/// `body` once per iteration of loops `rs`, r₀ outermost.
+fn end_each(g: &mut Graph, body: NodeId, rs: &[NodeId]) -> NodeId {
+    rs.iter().rev().fold(body, |e, &r| {
+        add(g, Op::END, DType::Void, vec![e, r], KArg::None, 0)
+    })
 }
 
 /// The k block of a panel of `row_bytes` per k (T elements): K itself when the K·T panel
@@ -612,18 +727,13 @@ fn k_blocked(
         pass_id(id, 1),
     );
     let kp = range(g, kbl, ax(3), 4);
-    let jp = range(g, t, ax(3), 5);
-    let jpos = alu(g, Op::ADD, DType::Int64, vec![j0, jp]);
     let kbk = affine(g, Some(kb), kbl, None);
     let kpos = alu(g, Op::ADD, DType::Int64, vec![kbk, kp]);
-    let lp = substitute(g, l, &BTreeMap::from([(k, kpos), (j, jpos)]));
     let mut pdeps = tile_deps.clone();
     pdeps.push(kb);
     let pa = after(g, pbuf, &pdeps);
-    let paddr = affine(g, Some(kp), t, Some(jp));
-    let pat = alu(g, Op::INDEX, ldt, vec![pa, paddr]);
-    let pst = add(g, Op::STORE, DType::Void, vec![pat, lp], KArg::None, 0);
-    let pe = add(g, Op::END, DType::Void, vec![pst, jp], KArg::None, 0);
+    let prow = PanelRow { l, j, j0, t, ldt };
+    let pe = prow.build(g, pa, BTreeMap::from([(k, kpos)]), kp);
     let packed = add(g, Op::END, DType::Void, vec![pe, kp], KArg::None, 0);
 
     // One row block: copy in, fold the block, copy back.
@@ -675,7 +785,14 @@ fn k_blocked(
         b,
         t,
     };
-    let folded = fold.build(g, pview, a1, (i0, j0), lane, (kin, Some((k, kfull))));
+    let folded = fold.build(
+        g,
+        pview,
+        a1,
+        (i0, j0),
+        lane,
+        (&[kin], kin, Some((k, kfull))),
+    );
 
     let q2 = range(g, bt, ax(3), 13);
     let a2 = after(g, acc, &[folded]);

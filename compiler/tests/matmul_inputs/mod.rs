@@ -112,3 +112,44 @@ pub fn matmul(
     })
     .expect("reduce")
 }
+
+/// A 1-D convolution with stride = kernel width, as the bench builds it: x [ch, l] read as
+/// l/kw windows, w [o, ch, kw]; out[o, p] = REDUCE_ADD over (c, k) row-major of
+/// x[c, p·kw + k]·w[o, c, k] in `order` (two reduced axes; the operand that does not depend
+/// on o is strided by kw along p). cpu_tile.rs only.
+#[allow(dead_code)]
+pub fn conv(
+    ctx: &Ctx,
+    (ch, o, kw, l): (usize, usize, usize, usize),
+    dt: DType,
+    x: &[u64],
+    w: &[u64],
+    order: ReduceOrder,
+) -> Tensor {
+    let p = l / kw;
+    let x = Tensor::from_data(ctx, &[ch, l], dt, Device::cpu(0), x).expect("x");
+    let w = Tensor::from_data(ctx, &[o, ch, kw], dt, Device::cpu(0), w).expect("w");
+    let xv = x
+        .reshape(&[ch, p, kw])
+        .and_then(|t| t.permute(&[0, 2, 1]))
+        .and_then(|t| t.reshape(&[ch, kw, 1, p]))
+        .and_then(|t| t.expand(&[ch, kw, o, p]))
+        .expect("x windows");
+    let wv = w
+        .permute(&[1, 2, 0])
+        .and_then(|t| t.reshape(&[ch, kw, o, 1]))
+        .and_then(|t| t.expand(&[ch, kw, o, p]))
+        .expect("w view");
+    let prod = xv.mul(&wv).expect("product");
+    ctx.raw(Node {
+        op: Op::REDUCE,
+        dtype: dt,
+        src: vec![prod.id()],
+        arg: Arg::Reduce {
+            op: Op::ADD,
+            axes: 2,
+            order,
+        },
+    })
+    .expect("reduce")
+}
