@@ -184,7 +184,8 @@ fn disjoint(g: &Graph, body: NodeId, r: NodeId, extent: i128) -> bool {
         if !written.contains(&slot) {
             continue;
         }
-        let Some(lin) = linear(g, &dep, idx, r, 0) else {
+        let mut budget = MAX_LINEAR_STEPS;
+        let Some(lin) = linear(g, &dep, idx, r, 0, &mut budget) else {
             return false;
         };
         accesses.push(lin);
@@ -239,6 +240,11 @@ impl Lin {
 /// address that does not depend on r (deeper, a node is an atom: its value range is used).
 const MAX_LINEAR_DEPTH: usize = 64;
 
+/// How many nodes [`linear`] visits for one address (it does not memoize, so a DAG of
+/// shared subexpressions could otherwise cost exponential time); past it, a node that does
+/// not depend on r is an atom and one that does fails the proof.
+const MAX_LINEAR_STEPS: usize = 4096;
+
 /// `idx` as a [`Lin`] (None when r appears other than through ADD, SUB and MUL by a
 /// constant).
 fn linear(
@@ -247,7 +253,9 @@ fn linear(
     idx: NodeId,
     r: NodeId,
     depth: usize,
+    budget: &mut usize,
 ) -> Option<Lin> {
+    *budget = budget.saturating_sub(1);
     if idx == r {
         return Some(Lin {
             c: 1,
@@ -263,14 +271,14 @@ fn linear(
                 ..Lin::default()
             });
         }
-        if depth >= MAX_LINEAR_DEPTH || n.dtype != DType::Int64 {
+        if depth >= MAX_LINEAR_DEPTH || *budget == 0 || n.dtype != DType::Int64 {
             return Some(Lin::atom(idx));
         }
     }
-    if n.dtype != DType::Int64 {
+    if n.dtype != DType::Int64 || *budget == 0 {
         return None;
     }
-    let sub = |x: NodeId| linear(g, dep, x, r, depth + 1);
+    let mut sub = |x: NodeId| linear(g, dep, x, r, depth + 1, budget);
     let lin = match (n.op, &n.src[..]) {
         (Op::ADD, &[a, b]) => sub(a).and_then(|la| la.plus(&sub(b)?, 1)),
         (Op::SUB, &[a, b]) => sub(a).and_then(|la| la.plus(&sub(b)?, -1)),
@@ -306,49 +314,57 @@ fn windows_disjoint(vr: &mut VRanges, acc: &[Lin], extent: i128) -> bool {
         // No access into a written param (so nothing is written): nothing worth threading.
         return false;
     };
+    let Some(c_abs) = c.checked_abs() else {
+        return false;
+    };
     if c == 0 || acc.iter().any(|l| l.c != c) {
         return false;
     }
     let mut h: i128 = 0;
+    // The union of the low windows, and of the whole `rest` (low + high) windows.
     let mut window: Option<VRange> = None;
+    let mut whole: Option<VRange> = None;
+    let add = |part: &mut VRange, t: VRange| -> Option<()> {
+        *part = VRange::new(part.min.checked_add(t.min)?, part.max.checked_add(t.max)?);
+        Some(())
+    };
     for l in acc {
         let mut low = VRange::point(l.k);
         let mut high = VRange::point(0);
         for (&x, &a) in &l.terms {
-            let Some(xr) = vr.get(x) else { return false };
-            let Some(t) = scaled(xr, a) else { return false };
-            let part = if a.abs() < c.abs() {
-                &mut low
-            } else {
-                h = gcd(h, a.abs());
-                &mut high
-            };
-            let (Some(lo), Some(hi)) = (part.min.checked_add(t.min), part.max.checked_add(t.max))
-            else {
+            let (Some(xr), Some(a_abs)) = (vr.get(x), a.checked_abs()) else {
                 return false;
             };
-            *part = VRange::new(lo, hi);
+            let Some(t) = scaled(xr, a) else { return false };
+            // An atom of one value is a constant, whatever its coefficient.
+            let part = if a_abs < c_abs || xr.min == xr.max {
+                &mut low
+            } else {
+                h = gcd(h, a_abs);
+                &mut high
+            };
+            if add(part, t).is_none() {
+                return false;
+            }
         }
-        let Some(rest) = low
-            .min
-            .checked_add(high.min)
-            .zip(low.max.checked_add(high.max))
-            .map(|(lo, hi)| VRange::new(lo, hi))
-        else {
-            return false;
-        };
-        if !fits_int64(c, rest, extent) {
+        let mut rest = low;
+        if add(&mut rest, high).is_none() || !fits_int64(c, rest, extent) {
             return false;
         }
         window = Some(window.map_or(low, |w| w.union(low)));
+        whole = Some(whole.map_or(rest, |w| w.union(rest)));
     }
-    let Some(w) = window else { return false };
-    let width = w.max - w.min;
-    if width >= c.abs() {
+    let (Some(w), Some(all)) = (window, whole) else {
         return false;
+    };
+    // The row rule on the whole rest (no high part needed), else the mixed-radix rule.
+    if all.max - all.min < c_abs {
+        return true;
     }
-    h == 0
-        || c.abs()
+    let width = w.max - w.min;
+    width < c_abs
+        && h > 0
+        && c_abs
             .checked_mul(extent - 1)
             .and_then(|s| s.checked_add(width))
             .is_some_and(|span| span < h)
@@ -511,5 +527,40 @@ mod tests {
         // A row term of exactly c = 16 is no row term: out[16q + 16r + l] overlaps.
         let (g, body, r) = tiles(16, 16);
         assert!(!disjoint(&g, body, r, 8), "out[16q + 16r + l]");
+    }
+
+    #[test]
+    fn one_valued_terms_count_as_constants_and_shared_subexpressions_stay_cheap() {
+        // out[4r + 1024·(j / 4) + j % 4], j < 4: j / 4 is always 0, so the old row rule
+        // (rest in [0, 3], narrower than 4) holds although 4·7 + 3 ≥ 1024 is not needed.
+        let (g, body, r) = kernel(
+            4,
+            |g, r, j| {
+                let four = i64c(g, 4);
+                let q = alu(g, Op::CDIV, DType::Int64, vec![j, four]);
+                let m = alu(g, Op::CMOD, DType::Int64, vec![j, four]);
+                let big = i64c(g, 1024);
+                let hq = alu(g, Op::MUL, DType::Int64, vec![q, big]);
+                let rm = row(g, r, m, 4);
+                alu(g, Op::ADD, DType::Int64, vec![rm, hq])
+            },
+            None,
+        );
+        assert!(disjoint(&g, body, r, 8), "out[4r + 1024·(j/4) + j%4]");
+        // out[r + d], d = j + j doubled 80 times: a DAG of 2^80 paths. The proof gives up on
+        // it (d's terms are cut into atoms) quickly instead of walking every path.
+        let (g, body, r) = kernel(
+            1,
+            |g, r, j| {
+                let zero = i64c(g, 0);
+                let mut d = alu(g, Op::MUL, DType::Int64, vec![j, zero]);
+                for _ in 0..80 {
+                    d = alu(g, Op::ADD, DType::Int64, vec![d, d]);
+                }
+                alu(g, Op::ADD, DType::Int64, vec![r, d])
+            },
+            None,
+        );
+        assert!(disjoint(&g, body, r, 8), "out[r + 0·j·2^80]");
     }
 }

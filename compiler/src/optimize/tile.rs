@@ -249,7 +249,10 @@ fn register_tile(g: &mut Graph, _c: &Captures, id: NodeId) -> Option<NodeId> {
     // One or more reduced ranges k₀ … k₋₁ (k₀ outermost: the fold's row-major order), each
     // of a constant extent; K is their product and the flat k their row-major index.
     let (&x, ks) = rn.src.split_first()?;
-    let kext: Vec<i128> = ks.iter().map(|&k| extent_of(g, k)).collect::<Option<_>>()?;
+    let kext: Vec<i128> = ks
+        .iter()
+        .map(|&k| extent_of(g, k).filter(|&e| e >= 1))
+        .collect::<Option<_>>()?;
     let kk = kext
         .iter()
         .try_fold(1i128, |p, &e| p.checked_mul(e))
@@ -317,7 +320,13 @@ fn register_tile(g: &mut Graph, _c: &Captures, id: NodeId) -> Option<NodeId> {
     let (t, kbl) = [2 * vw, vw]
         .into_iter()
         .filter(|&t| n % t == 0)
-        .find_map(|t| k_block(kk, t.checked_mul(lsize)?).map(|kbl| (t, kbl)))?;
+        .find_map(|t| {
+            k_block(kk, t.checked_mul(lsize)?)
+                // k blocks are cut from one reduced range only: with several, a narrower
+                // tile whose whole panel fits is tried instead.
+                .filter(|&kbl| ks.len() == 1 || kbl == kk)
+                .map(|kbl| (t, kbl))
+        })?;
     let b = ROW_BLOCKS.into_iter().find(|b| m % b == 0)?;
     let blocks = m / b;
     // R: the most blocks (≤ MAX_BLOCKS_PER_PANEL) that still leave MIN_ROW_PANELS row
