@@ -1051,6 +1051,21 @@ def gen_pass_guards(C):
     g.output("sum", g.reduce(b, "ADD", 1, {"split": 2}), [], [tot])
     C.add(GRP, "split2_odd_length_float32", g)
 
+    # int32 [8] summed declared split(2): the sum wraps (2^31 - 1 + (-2^31) + (-2^31) wraps twice), and an
+    # integer sum's bits do not depend on the order, so any order gives 2^31 - 22. gcc 12.2 at -O2 miscompiled
+    # the two-lane register array uopkit used to emit for it (it returned p1 + p3 + p2 + p6); uopkit now lowers
+    # an order-free integer fold as one accumulator. Expected value: Python's exact integers, wrapped to int32.
+    dt = "int32"
+    vals = [2 ** 31 - 1, -8, -2 ** 31, 2, -2 ** 31, -6, -4, -5]
+    tot = (sum(vals) + 2 ** 31) % 2 ** 32 - 2 ** 31
+    assert tot == 2 ** 31 - 22
+    g = G("int32 [2^31-1, -8, -2^31, 2, -2^31, -6, -4, -5] summed declared split(2): the sum wraps to 2^31 - 22 in "
+          "any order (a two-lane array of partial sums is what gcc 12.2 -O2 miscompiled; expected value: exact "
+          "integers wrapped to int32)", [GRP, "reduce", "order", "int32"])
+    b = g.buffer(dt, 8, data=[N.raw(dt, v) for v in vals])
+    g.output("sum", g.reduce(b, "ADD", 1, {"split": 2}), [], [N.raw(dt, tot)])
+    C.add(GRP, "int32_sum_declared_split2", g)
+
     # A float32 [2,1040] summed over axis 0: one output row of 1040 columns, longer than the CPU passes'
     # widest register row (1024), so cpu_interchange must cover it in tiles whose width divides 1040 (or
     # none): every column, 1024..1039 included, is x[0, j] + x[1, j] = j + (1040 + j), exact in float32.

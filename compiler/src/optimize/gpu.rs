@@ -36,7 +36,7 @@ use uopkit_interp::ir::table::reduce_identity;
 use uopkit_interp::ir::{Arg, DType, Graph, KArg, NodeId, Op, ReduceOrder};
 
 use crate::kgraph::{add, alu, at_flat, const_int, i64c, konst, reduce, substitute, Ranges};
-use crate::optimize::reduce::pass_id;
+use crate::optimize::reduce::{order_free, pass_id};
 use crate::rewrite::{Captures, Pat, Rule, RuleSet};
 
 /// Work items per workgroup for a local reduction (a power of two).
@@ -189,15 +189,6 @@ fn range_to_gidx(g: &mut Graph, _c: &Captures, id: NodeId) -> Option<NodeId> {
         return None;
     }
     Some(add(g, Op::SINK, DType::Void, vec![body], KArg::None, 0))
-}
-
-/// Whether folding with `op` on `dt` gives the same bits in every order: a reduce op that
-/// the op table says is commutative and associative bit for bit on `dt` (integers wrap;
-/// no float op qualifies).
-fn order_free(op: Op, dt: DType) -> bool {
-    op.info().is_some_and(|i| {
-        i.reduce.is_some() && i.commutative.holds_for(dt) && i.associative.holds_for(dt)
-    })
 }
 
 /// The largest `split(k)` spread over k work items (its combine is straight-line code).

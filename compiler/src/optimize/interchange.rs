@@ -39,7 +39,7 @@ use uopkit_interp::ir::table::reduce_identity;
 use uopkit_interp::ir::{Arg, DType, Graph, KArg, Node, NodeId, Op, ReduceOrder};
 
 use crate::kgraph::{add, alu, const_int, i64c, konst, substitute, Ranges};
-use crate::optimize::reduce::pass_id;
+use crate::optimize::reduce::{order_free, pass_id};
 use crate::optimize::threads::param_slot;
 use crate::rewrite::{Captures, Pat, Rule, RuleSet};
 
@@ -59,14 +59,6 @@ pub fn interchange() -> RuleSet {
             row_inside,
         )],
     )
-}
-
-/// Whether folding with `op` on `dt` gives the same bits in every order (the op table's
-/// commutative and associative bit for bit on `dt`).
-pub(crate) fn order_free(op: Op, dt: DType) -> bool {
-    op.info().is_some_and(|i| {
-        i.reduce.is_some() && i.commutative.holds_for(dt) && i.associative.holds_for(dt)
-    })
 }
 
 /// Whether folding each element's operand from the identity in row-major order of the

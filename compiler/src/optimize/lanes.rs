@@ -25,7 +25,7 @@ use uopkit_interp::ir::table::reduce_identity;
 use uopkit_interp::ir::{Arg, DType, Graph, KArg, NodeId, Op, ReduceOrder};
 
 use crate::kgraph::{add, alu, at_flat, const_int, i64c, konst, Ranges};
-use crate::optimize::reduce::pass_id;
+use crate::optimize::reduce::{order_free, pass_id};
 use crate::rewrite::{Captures, Pat, Rule, RuleSet};
 
 /// The largest k lowered as lanes (a register array of k elements on the stack).
@@ -66,10 +66,11 @@ fn split_to_lanes(g: &mut Graph, _c: &Captures, id: NodeId) -> Option<NodeId> {
     let ReduceOrder::Split(k) = *order else {
         return None;
     };
-    if !(2..=MAX_LANES).contains(&k) {
+    let dt = n.dtype;
+    // An order-free fold (integers) is left to expand_reduce's one accumulator (same bits).
+    if !(2..=MAX_LANES).contains(&k) || order_free(op, dt) {
         return None;
     }
-    let dt = n.dtype;
     let (&x, rs) = n.src.split_first()?;
     let mut ends = vec![];
     for &r in rs {
