@@ -251,8 +251,10 @@ fn threaded_interchanged_matmul_equals_one_thread_and_the_reference() {
 /// accumulators are refilled and reset inside each panel of rows.
 #[test]
 fn threaded_register_tiled_matmul_equals_one_thread_and_the_reference() {
+    // The panel holds T = 2V columns: 16 float32 with 32-byte vectors, 32 with AVX-512's.
     let (m, k, n) = (128, 9, 64);
-    threaded_matmul(m, k, n, &format!("[{}];", k * 16), "a packed panel");
+    let t = 2 * uopkit_compiler::optimize::tile::vector_bytes() as usize / 4;
+    threaded_matmul(m, k, n, &format!("[{}];", k * t), "a packed panel");
 }
 
 fn threaded_matmul(m: usize, k: usize, n: usize, register: &str, what: &str) {

@@ -20,6 +20,12 @@ use uopkit_interp::verify::{self, Limits};
 mod matmul_inputs;
 use matmul_inputs::{conv, matmul, Rng};
 
+/// `f` with tiles sized for 32-byte vectors (the shapes the tests below name), whatever this
+/// machine's width; `sixty_four_byte_vectors_*` checks the AVX-512 width.
+fn at32<R>(f: impl FnOnce() -> R) -> R {
+    uopkit_compiler::optimize::tile::with_vector_bytes(32, f)
+}
+
 fn schedule(ctx: &Ctx, root: &Tensor, disabled: &[&str]) -> Schedule {
     let g = ctx.graph();
     let ver = verify::verify_with(&g, &Limits::COMPILE).expect("verifies for compilation");
@@ -218,69 +224,75 @@ const SEQ: ReduceOrder = ReduceOrder::Sequential;
 
 #[test]
 fn float32_tiles_of_every_row_block_are_exact() {
-    let cases = [
-        // B = 4 rows, T = 16 (two vectors), 2 blocks per panel.
-        ((8, 5, 32), Expect::Tile { rows: 4, cols: 16 }),
-        // B = 4, 3 blocks per panel, 3 column tiles.
-        ((12, 7, 48), Expect::Tile { rows: 4, cols: 16 }),
-        // 6 rows: B = 3; 8 columns: T = 8 (one vector).
-        ((6, 3, 8), Expect::Tile { rows: 3, cols: 8 }),
-        // 2 rows, K = 1, 24 columns: T = 8.
-        ((2, 1, 24), Expect::Tile { rows: 2, cols: 8 }),
-        // 128 rows: 32 blocks, 16 of them per panel, two row panels.
-        ((128, 3, 16), Expect::Tile { rows: 4, cols: 16 }),
-        // 68 = 4·17 rows: 17 blocks, one panel of all of them.
-        ((68, 2, 16), Expect::Tile { rows: 4, cols: 16 }),
-    ];
-    for (s, (shape, e)) in cases.into_iter().enumerate() {
-        check(DType::Float32, shape, SEQ, e, 100 + s as u64);
-    }
+    at32(|| {
+        let cases = [
+            // B = 4 rows, T = 16 (two vectors), 2 blocks per panel.
+            ((8, 5, 32), Expect::Tile { rows: 4, cols: 16 }),
+            // B = 4, 3 blocks per panel, 3 column tiles.
+            ((12, 7, 48), Expect::Tile { rows: 4, cols: 16 }),
+            // 6 rows: B = 3; 8 columns: T = 8 (one vector).
+            ((6, 3, 8), Expect::Tile { rows: 3, cols: 8 }),
+            // 2 rows, K = 1, 24 columns: T = 8.
+            ((2, 1, 24), Expect::Tile { rows: 2, cols: 8 }),
+            // 128 rows: 32 blocks, 16 of them per panel, two row panels.
+            ((128, 3, 16), Expect::Tile { rows: 4, cols: 16 }),
+            // 68 = 4·17 rows: 17 blocks, one panel of all of them.
+            ((68, 2, 16), Expect::Tile { rows: 4, cols: 16 }),
+        ];
+        for (s, (shape, e)) in cases.into_iter().enumerate() {
+            check(DType::Float32, shape, SEQ, e, 100 + s as u64);
+        }
+    });
 }
 
 #[test]
 fn float64_and_int32_are_exact() {
-    // float64: V = 4, T = 8.
-    check(
-        DType::Float64,
-        (4, 9, 8),
-        SEQ,
-        Expect::Tile { rows: 4, cols: 8 },
-        1,
-    );
-    check(
-        DType::Float64,
-        (9, 4, 4),
-        SEQ,
-        Expect::Tile { rows: 3, cols: 4 },
-        2,
-    );
-    check(
-        DType::Int32,
-        (8, 11, 24),
-        SEQ,
-        Expect::Tile { rows: 4, cols: 8 },
-        3,
-    );
-    // An integer ADD fold gives the same bits in every order: a declared split(4) is tiled.
-    check(
-        DType::Int32,
-        (4, 12, 16),
-        ReduceOrder::Split(4),
-        Expect::Tile { rows: 4, cols: 16 },
-        4,
-    );
+    at32(|| {
+        // float64: V = 4, T = 8.
+        check(
+            DType::Float64,
+            (4, 9, 8),
+            SEQ,
+            Expect::Tile { rows: 4, cols: 8 },
+            1,
+        );
+        check(
+            DType::Float64,
+            (9, 4, 4),
+            SEQ,
+            Expect::Tile { rows: 3, cols: 4 },
+            2,
+        );
+        check(
+            DType::Int32,
+            (8, 11, 24),
+            SEQ,
+            Expect::Tile { rows: 4, cols: 8 },
+            3,
+        );
+        // An integer ADD fold gives the same bits in every order: a declared split(4) is tiled.
+        check(
+            DType::Int32,
+            (4, 12, 16),
+            ReduceOrder::Split(4),
+            Expect::Tile { rows: 4, cols: 16 },
+            4,
+        );
+    });
 }
 
 #[test]
 fn shapes_the_blocks_do_not_divide_are_left_alone_and_exact() {
-    // 5 rows (no block of 4, 3 or 2 divides), 12 columns (no vector of 8), 7 rows and 7
-    // columns: not tiled, cpu_interchange's row instead; still exact.
-    check(DType::Float32, (5, 6, 16), SEQ, Expect::NotFired, 20);
-    check(DType::Float32, (4, 6, 12), SEQ, Expect::NotFired, 21);
-    check(DType::Float32, (7, 3, 7), SEQ, Expect::NotFired, 22);
-    // A panel of 4099·16 or 4099·8 float32 is over 128 KiB, and the prime 4099 has no
-    // k block.
-    check(DType::Float32, (2, 4099, 16), SEQ, Expect::NotFired, 23);
+    at32(|| {
+        // 5 rows (no block of 4, 3 or 2 divides), 12 columns (no vector of 8), 7 rows and 7
+        // columns: not tiled, cpu_interchange's row instead; still exact.
+        check(DType::Float32, (5, 6, 16), SEQ, Expect::NotFired, 20);
+        check(DType::Float32, (4, 6, 12), SEQ, Expect::NotFired, 21);
+        check(DType::Float32, (7, 3, 7), SEQ, Expect::NotFired, 22);
+        // A panel of 4099·16 or 4099·8 float32 is over 128 KiB, and the prime 4099 has no
+        // k block.
+        check(DType::Float32, (2, 4099, 16), SEQ, Expect::NotFired, 23);
+    });
 }
 
 /// Dyadic inputs (long sums that round) with a few specials: A's row 1 has a NaN with a
@@ -315,39 +327,41 @@ fn dyadic_with_specials(
 /// the program without the rule and the plain loop.
 #[test]
 fn long_reductions_are_tiled_in_k_blocks_and_exact() {
-    let cases = [
-        // 4096·16 float32 = 256 KiB: blocks of 2048; 32 rows = 8 blocks of 4, row panels of
-        // 2 blocks (MIN_ROW_PANELS = 4 row panels for threads).
-        (DType::Float32, (32, 4096, 16), (4, 16, 2048, 8)),
-        // 2049 = 3·683: three blocks of 683; 12 rows = 3 blocks of 4, too few for 4 row
-        // panels: panels of one block; two column tiles.
-        (DType::Float32, (12, 2049, 32), (4, 16, 683, 4)),
-        // float64, T = 8: 2112·8·8 bytes; blocks of 1056; 6 rows = 2 blocks of 3.
-        (DType::Float64, (6, 2112, 8), (3, 8, 1056, 3)),
-    ];
-    for (s, (dt, shape, (rows, cols, kb, panel_rows))) in cases.into_iter().enumerate() {
-        let (a, b) = dyadic_with_specials(dt, shape, 300 + s as u64);
+    at32(|| {
+        let cases = [
+            // 4096·16 float32 = 256 KiB: blocks of 2048; 32 rows = 8 blocks of 4, row panels of
+            // 2 blocks (MIN_ROW_PANELS = 4 row panels for threads).
+            (DType::Float32, (32, 4096, 16), (4, 16, 2048, 8)),
+            // 2049 = 3·683: three blocks of 683; 12 rows = 3 blocks of 4, too few for 4 row
+            // panels: panels of one block; two column tiles.
+            (DType::Float32, (12, 2049, 32), (4, 16, 683, 4)),
+            // float64, T = 8: 2112·8·8 bytes; blocks of 1056; 6 rows = 2 blocks of 3.
+            (DType::Float64, (6, 2112, 8), (3, 8, 1056, 3)),
+        ];
+        for (s, (dt, shape, (rows, cols, kb, panel_rows))) in cases.into_iter().enumerate() {
+            let (a, b) = dyadic_with_specials(dt, shape, 300 + s as u64);
+            let e = Expect::Blocked {
+                rows,
+                cols,
+                kb,
+                panel_rows,
+            };
+            check_data(dt, shape, SEQ, e, &a, &b);
+        }
+        // int32 (wrapping), 4 rows, blocks of 2048.
+        let mut rng = Rng(310);
+        let (a, b) = (
+            rng.data(DType::Int32, 4 * 4096),
+            rng.data(DType::Int32, 4096 * 16),
+        );
         let e = Expect::Blocked {
-            rows,
-            cols,
-            kb,
-            panel_rows,
+            rows: 4,
+            cols: 16,
+            kb: 2048,
+            panel_rows: 4,
         };
-        check_data(dt, shape, SEQ, e, &a, &b);
-    }
-    // int32 (wrapping), 4 rows, blocks of 2048.
-    let mut rng = Rng(310);
-    let (a, b) = (
-        rng.data(DType::Int32, 4 * 4096),
-        rng.data(DType::Int32, 4096 * 16),
-    );
-    let e = Expect::Blocked {
-        rows: 4,
-        cols: 16,
-        kb: 2048,
-        panel_rows: 4,
-    };
-    check_data(DType::Int32, (4, 4096, 16), SEQ, e, &a, &b);
+        check_data(DType::Int32, (4, 4096, 16), SEQ, e, &a, &b);
+    });
 }
 
 /// A convolution: two reduced ranges (channel, tap) and a panel operand strided by the tap
@@ -357,24 +371,25 @@ fn long_reductions_are_tiled_in_k_blocks_and_exact() {
 /// (c, k) row-major from +0, on inputs with NaN payloads, ±inf, −0 and subnormals.
 #[test]
 fn a_convolution_with_two_reduced_ranges_and_strided_windows_is_tiled_and_exact() {
-    for (s, (ch, o, kw, l)) in [(3, 8, 4, 256), (5, 12, 2, 128)].into_iter().enumerate() {
-        let dt = DType::Float32;
-        let p = l / kw;
-        let mut rng = Rng(500 + s as u64);
-        let (x, w) = (rng.data(dt, ch * l), rng.data(dt, o * ch * kw));
-        let ctx = Ctx::new();
-        let root = conv(&ctx, (ch, o, kw, l), dt, &x, &w, SEQ);
-        let what = format!("conv ch {ch}, o {o}, kw {kw}, l {l}");
-        let on = schedule(&ctx, &root, &[]);
-        let off = schedule(&ctx, &root, &["matmul_register_tile"]);
-        let regs = registers(&on);
-        let rows = if o % 4 == 0 { 4 } else { 3 };
-        assert!(
-            regs.contains(&(ch * kw * 16)) && regs.contains(&(rows * 16)),
-            "{what}: no panel of {}x16 and accumulators {rows}x16: registers {regs:?}",
-            ch * kw
-        );
-        assert!(
+    at32(|| {
+        for (s, (ch, o, kw, l)) in [(3, 8, 4, 256), (5, 12, 2, 128)].into_iter().enumerate() {
+            let dt = DType::Float32;
+            let p = l / kw;
+            let mut rng = Rng(500 + s as u64);
+            let (x, w) = (rng.data(dt, ch * l), rng.data(dt, o * ch * kw));
+            let ctx = Ctx::new();
+            let root = conv(&ctx, (ch, o, kw, l), dt, &x, &w, SEQ);
+            let what = format!("conv ch {ch}, o {o}, kw {kw}, l {l}");
+            let on = schedule(&ctx, &root, &[]);
+            let off = schedule(&ctx, &root, &["matmul_register_tile"]);
+            let regs = registers(&on);
+            let rows = if o % 4 == 0 { 4 } else { 3 };
+            assert!(
+                regs.contains(&(ch * kw * 16)) && regs.contains(&(rows * 16)),
+                "{what}: no panel of {}x16 and accumulators {rows}x16: registers {regs:?}",
+                ch * kw
+            );
+            assert!(
             on.programs()
                 .iter()
                 .flat_map(|p| p.insts.iter())
@@ -382,89 +397,144 @@ fn a_convolution_with_two_reduced_ranges_and_strided_windows_is_tiled_and_exact(
                     && matches!(i.arg, KArg::Axis(a) if a == uopkit_compiler::optimize::threads::PARALLEL_AXIS)),
             "{what}: the column tiles are not a parallel loop"
         );
-        let got = run_cpu(&ctx, &on);
-        let without = run_cpu(&ctx, &off);
-        let want = bits(&ctx.evaluate(&[&root]).expect("the oracle evaluates")[0]);
-        let mut plain = vec![];
-        for oo in 0..o {
-            for pp in 0..p {
-                let mut acc = 0.0f32;
-                for c in 0..ch {
-                    for k in 0..kw {
-                        let a = f32::from_bits(x[c * l + pp * kw + k] as u32);
-                        let b = f32::from_bits(w[(oo * ch + c) * kw + k] as u32);
-                        acc += a * b;
+            let got = run_cpu(&ctx, &on);
+            let without = run_cpu(&ctx, &off);
+            let want = bits(&ctx.evaluate(&[&root]).expect("the oracle evaluates")[0]);
+            let mut plain = vec![];
+            for oo in 0..o {
+                for pp in 0..p {
+                    let mut acc = 0.0f32;
+                    for c in 0..ch {
+                        for k in 0..kw {
+                            let a = f32::from_bits(x[c * l + pp * kw + k] as u32);
+                            let b = f32::from_bits(w[(oo * ch + c) * kw + k] as u32);
+                            acc += a * b;
+                        }
                     }
+                    plain.push(acc.to_bits() as u64);
                 }
-                plain.push(acc.to_bits() as u64);
             }
-        }
-        assert_eq!(got.len(), o * p, "{what}");
-        for (name, other) in [
-            ("the oracle", &want),
-            ("the program without the rule", &without),
-        ] {
-            if let Some(i) = (0..got.len()).find(|&i| got[i] != other[i]) {
-                panic!(
-                    "{what}: element {i}: compiled {:#x}, {name} {:#x}",
-                    got[i], other[i]
-                );
+            assert_eq!(got.len(), o * p, "{what}");
+            for (name, other) in [
+                ("the oracle", &want),
+                ("the program without the rule", &without),
+            ] {
+                if let Some(i) = (0..got.len()).find(|&i| got[i] != other[i]) {
+                    panic!(
+                        "{what}: element {i}: compiled {:#x}, {name} {:#x}",
+                        got[i], other[i]
+                    );
+                }
             }
+            assert_eq!(
+                canon(dt, &got),
+                canon(dt, &plain),
+                "{what}: against the plain loop"
+            );
         }
-        assert_eq!(
-            canon(dt, &got),
-            canon(dt, &plain),
-            "{what}: against the plain loop"
-        );
-    }
+    });
+}
+
+/// With 64-byte vectors (AVX-512: `UOPKIT_CPU_VECTOR_BYTES=64`, or a machine with
+/// AVX-512F) a float32 tile is T = 2·16 columns (or 16), a float64 one 2·8 (or 8): wider
+/// panels and accumulators, the same bits as the oracle, the untiled program and the plain
+/// loop. (These kernels run on any x86-64 machine: gcc splits a 16-lane loop for AVX2.)
+#[test]
+fn sixty_four_byte_vectors_tile_wider_and_stay_exact() {
+    uopkit_compiler::optimize::tile::with_vector_bytes(64, || {
+        let cases = [
+            (
+                DType::Float32,
+                (12, 7, 64),
+                Expect::Tile { rows: 4, cols: 32 },
+            ),
+            (
+                DType::Float32,
+                (6, 3, 16),
+                Expect::Tile { rows: 3, cols: 16 },
+            ),
+            (
+                DType::Float32,
+                (8, 5, 48),
+                Expect::Tile { rows: 4, cols: 16 },
+            ),
+            (
+                DType::Float64,
+                (4, 9, 16),
+                Expect::Tile { rows: 4, cols: 16 },
+            ),
+            (
+                DType::Int32,
+                (8, 11, 32),
+                Expect::Tile { rows: 4, cols: 32 },
+            ),
+            (DType::Float32, (4, 6, 8), Expect::NotFired),
+        ];
+        for (s, (dt, shape, e)) in cases.into_iter().enumerate() {
+            check(dt, shape, SEQ, e, 600 + s as u64);
+        }
+        // k blocks: 4096·32 float32 = 512 KiB: blocks of 1024.
+        let (a, b) = dyadic_with_specials(DType::Float32, (16, 4096, 32), 650);
+        let e = Expect::Blocked {
+            rows: 4,
+            cols: 32,
+            kb: 1024,
+            panel_rows: 4,
+        };
+        check_data(DType::Float32, (16, 4096, 32), SEQ, e, &a, &b);
+    });
 }
 
 #[test]
 fn a_declared_float_order_other_than_sequential_is_not_tiled() {
-    check(
-        DType::Float32,
-        (4, 16, 16),
-        ReduceOrder::Split(4),
-        Expect::NotFired,
-        30,
-    );
-    check(
-        DType::Float32,
-        (4, 16, 16),
-        ReduceOrder::Tree(4),
-        Expect::NotFired,
-        31,
-    );
+    at32(|| {
+        check(
+            DType::Float32,
+            (4, 16, 16),
+            ReduceOrder::Split(4),
+            Expect::NotFired,
+            30,
+        );
+        check(
+            DType::Float32,
+            (4, 16, 16),
+            ReduceOrder::Tree(4),
+            Expect::NotFired,
+            31,
+        );
+    });
 }
 
 /// Special values placed where they decide the result: a NaN payload in b meets +inf·0,
 /// −0 sums, and an infinity of each sign in one column.
 #[test]
 fn specials_in_the_panel_and_the_rows_give_the_oracles_bits() {
-    let (m, k, n) = (4usize, 3usize, 16usize);
-    let f = |v: f32| v.to_bits() as u64;
-    let mut a = vec![f(1.0); m * k];
-    let mut b = vec![f(-0.0); k * n];
-    a[0] = f(f32::INFINITY); // row 0, k 0
-    b[1] = f(0.0); // k 0, column 1: inf·0 = NaN
-    b[2] = 0x7fa0_1234; // a signalling NaN with a payload
-    b[n + 3] = f(f32::INFINITY); // k 1, column 3
-    b[2 * n + 3] = f(f32::NEG_INFINITY); // k 2, column 3: inf + −inf = NaN
-    a[k + 1] = f(-0.0); // row 1, k 1
-    let ctx = Ctx::new();
-    let root = matmul(&ctx, (m, k, n), DType::Float32, &a, &b, SEQ);
-    let s = schedule(&ctx, &root, &[]);
-    assert!(registers(&s).contains(&(k * 16)), "{:?}", registers(&s));
-    let got = run_cpu(&ctx, &s);
-    let want = bits(&ctx.evaluate(&[&root]).expect("evaluates")[0]);
-    assert_eq!(got, want);
-    // By hand: row 2, column 0 is (1·−0 + 1·−0) + 1·−0 from +0: +0 + −0 = +0.
-    assert_eq!(got[2 * n], f(0.0));
-    // Row 0, column 1: inf·0 is NaN: the canonical quiet NaN.
-    assert_eq!(got[1], 0x7fc0_0000);
-    // Row 1, column 3: 1·−0 + (−0)·inf (NaN) …: NaN; row 2, column 3: inf + −inf: NaN.
-    assert_eq!(got[n + 3], 0x7fc0_0000);
-    assert_eq!(got[2 * n + 3], 0x7fc0_0000);
+    at32(|| {
+        let (m, k, n) = (4usize, 3usize, 16usize);
+        let f = |v: f32| v.to_bits() as u64;
+        let mut a = vec![f(1.0); m * k];
+        let mut b = vec![f(-0.0); k * n];
+        a[0] = f(f32::INFINITY); // row 0, k 0
+        b[1] = f(0.0); // k 0, column 1: inf·0 = NaN
+        b[2] = 0x7fa0_1234; // a signalling NaN with a payload
+        b[n + 3] = f(f32::INFINITY); // k 1, column 3
+        b[2 * n + 3] = f(f32::NEG_INFINITY); // k 2, column 3: inf + −inf = NaN
+        a[k + 1] = f(-0.0); // row 1, k 1
+        let ctx = Ctx::new();
+        let root = matmul(&ctx, (m, k, n), DType::Float32, &a, &b, SEQ);
+        let s = schedule(&ctx, &root, &[]);
+        assert!(registers(&s).contains(&(k * 16)), "{:?}", registers(&s));
+        let got = run_cpu(&ctx, &s);
+        let want = bits(&ctx.evaluate(&[&root]).expect("evaluates")[0]);
+        assert_eq!(got, want);
+        // By hand: row 2, column 0 is (1·−0 + 1·−0) + 1·−0 from +0: +0 + −0 = +0.
+        assert_eq!(got[2 * n], f(0.0));
+        // Row 0, column 1: inf·0 is NaN: the canonical quiet NaN.
+        assert_eq!(got[1], 0x7fc0_0000);
+        // Row 1, column 3: 1·−0 + (−0)·inf (NaN) …: NaN; row 2, column 3: inf + −inf: NaN.
+        assert_eq!(got[n + 3], 0x7fc0_0000);
+        assert_eq!(got[2 * n + 3], 0x7fc0_0000);
+    });
 }
 
 /// The C declares the panel and the accumulators as local arrays, and the inner loop has
@@ -472,23 +542,26 @@ fn specials_in_the_panel_and_the_rows_give_the_oracles_bits() {
 /// updates), which gcc turns into vector registers.
 #[test]
 fn the_c_has_a_panel_accumulators_and_one_update_per_row_and_vector() {
-    let (m, k, n) = (8, 5, 32);
-    let ctx = Ctx::new();
-    let (a, b) = (vec![0u64; m * k], vec![0u64; k * n]);
-    let root = matmul(&ctx, (m, k, n), DType::Float32, &a, &b, SEQ);
-    let sch = schedule(&ctx, &root, &[]);
-    let src = uopkit_compiler::render::CStyle::C.source(&sch.programs());
-    let decl = |len: usize| {
-        src.lines()
-            .any(|l| l.trim().starts_with("float v") && l.trim().ends_with(&format!("[{len}];")))
-    };
-    assert!(decl(k * 16), "no panel of {}:\n{src}", k * 16);
-    assert!(decl(4 * 16), "no accumulators of 64:\n{src}");
-    let adds = src
-        .lines()
-        .filter(|l| l.contains(" = (v") && l.contains(" + v"))
-        .count();
-    assert_eq!(adds, 8, "accumulator updates:\n{src}");
+    at32(|| {
+        let (m, k, n) = (8, 5, 32);
+        let ctx = Ctx::new();
+        let (a, b) = (vec![0u64; m * k], vec![0u64; k * n]);
+        let root = matmul(&ctx, (m, k, n), DType::Float32, &a, &b, SEQ);
+        let sch = schedule(&ctx, &root, &[]);
+        let src = uopkit_compiler::render::CStyle::C.source(&sch.programs());
+        let decl = |len: usize| {
+            src.lines().any(|l| {
+                l.trim().starts_with("float v") && l.trim().ends_with(&format!("[{len}];"))
+            })
+        };
+        assert!(decl(k * 16), "no panel of {}:\n{src}", k * 16);
+        assert!(decl(4 * 16), "no accumulators of 64:\n{src}");
+        let adds = src
+            .lines()
+            .filter(|l| l.contains(" = (v") && l.contains(" + v"))
+            .count();
+        assert_eq!(adds, 8, "accumulator updates:\n{src}");
+    });
 }
 
 /// Prints the C of the 1024² float32 matmul (to read it, and to compile and disassemble).

@@ -13,8 +13,10 @@
 //! stride 4, `L = x[c, 4j + k]`, s = 4: the packing gathers it). The REDUCE may have several
 //! reduced ranges k₀ … (a convolution's channel and tap): k below stands for their
 //! row-major flat index (K their product), the fold keeps their loops, k₀ outermost, so each
-//! element's order is still the REDUCE's. With V = 32 bytes of the dtype (one AVX2
-//! register: 8 float32), a j-tile T = 2V (or V), a block of B ∈ {4, 3, 2} rows and a row
+//! element's order is still the REDUCE's. With V = one vector register of the dtype
+//! ([`vector_bytes`]: 64 bytes, 16 float32, on a machine with AVX-512F, else 32 bytes, 8
+//! float32; `UOPKIT_CPU_VECTOR_BYTES` or [`with_vector_bytes`] choose), a j-tile T = 2V (or
+//! V), a block of B ∈ {4, 3, 2} rows and a row
 //! panel of MB = B·R rows (R ≤ 16 blocks), it becomes
 //!
 //! ```text
@@ -105,9 +107,69 @@ use crate::optimize::interchange::{
 use crate::optimize::reduce::pass_id;
 use crate::rewrite::{Captures, Pat, Rule, RuleSet};
 
-/// Bytes in the vector register the inner loop is sized for (AVX2; on an AVX-512 machine
-/// gcc uses 256-bit registers for it, which are there too).
+/// Bytes in the vector register the inner loop is sized for where the machine has no wider
+/// one: 32 (AVX2, and what every x86-64 machine uopkit's kernels run on fast has).
 pub const VECTOR_BYTES: i128 = 32;
+
+/// The widest vector width the tile is sized for: 64 bytes (AVX-512), on a machine whose
+/// CPU has AVX-512F (gcc's `-march=native` then computes the V-long loop in zmm registers,
+/// of which there are 32: B·T/V = 8 accumulators fit as with AVX2).
+pub const WIDE_VECTOR_BYTES: i128 = 64;
+
+/// The environment variable that sets the vector width the tile is sized for: `32` or `64`
+/// (unset, empty or anything else: the machine's, [`host_vector_bytes`]).
+pub const VECTOR_BYTES_ENV: &str = "UOPKIT_CPU_VECTOR_BYTES";
+
+/// The vector width of this machine: [`WIDE_VECTOR_BYTES`] with AVX-512F, else
+/// [`VECTOR_BYTES`]. The C kernels are compiled with `-march=native` on the machine that
+/// runs them, and the kernel cache's key holds the CPU's flags.
+pub fn host_vector_bytes() -> i128 {
+    static HOST: std::sync::OnceLock<i128> = std::sync::OnceLock::new();
+    *HOST.get_or_init(|| {
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            return WIDE_VECTOR_BYTES;
+        }
+        VECTOR_BYTES
+    })
+}
+
+thread_local! {
+    /// The width [`with_vector_bytes`] set for tiles made on this thread.
+    static FORCED_WIDTH: std::cell::Cell<Option<i128>> = const { std::cell::Cell::new(None) };
+}
+
+/// Runs `f` with every tile that `f` makes on this thread sized for `bytes`-wide vectors
+/// (32 or 64; anything else is taken as 32), whatever the machine and the environment: tests
+/// pin C text and tile shapes so. The previous setting is back when `f` returns or unwinds.
+pub fn with_vector_bytes<R>(bytes: i128, f: impl FnOnce() -> R) -> R {
+    struct Restore(Option<i128>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            FORCED_WIDTH.with(|c| c.set(self.0));
+        }
+    }
+    let w = if bytes == WIDE_VECTOR_BYTES {
+        WIDE_VECTOR_BYTES
+    } else {
+        VECTOR_BYTES
+    };
+    let _restore = Restore(FORCED_WIDTH.with(|c| c.replace(Some(w))));
+    f()
+}
+
+/// The vector width tiles are sized for now: [`with_vector_bytes`]'s, else
+/// [`VECTOR_BYTES_ENV`]'s (`32` or `64`), else [`host_vector_bytes`].
+pub fn vector_bytes() -> i128 {
+    if let Some(w) = FORCED_WIDTH.with(std::cell::Cell::get) {
+        return w;
+    }
+    match std::env::var(VECTOR_BYTES_ENV).as_deref() {
+        Ok("32") => VECTOR_BYTES,
+        Ok("64") => WIDE_VECTOR_BYTES,
+        _ => host_vector_bytes(),
+    }
+}
 
 /// The row blocks tried, largest first (B rows × T/V vectors of accumulators: at most 8
 /// of the 16 vector registers, with room for the panel loads and the broadcast).
@@ -310,7 +372,7 @@ fn register_tile(g: &mut Graph, _c: &Captures, id: NodeId) -> Option<NodeId> {
         .or_else(|| reach_x.iter().copied().find(|&c| j_slope(g, c).is_some()))?;
     let ldt = g.node(l).dtype;
     // The shape of the tile.
-    let vw = VECTOR_BYTES / vector_itemsize(dt)?;
+    let vw = vector_bytes() / vector_itemsize(dt)?;
     let lsize = vector_itemsize(ldt)?;
     // The tile: the widest T that divides N whose panel, K·T elements or (k-blocked) KB·T
     // for a divisor KB ≥ MIN_K_BLOCK of K, fits MAX_PANEL_BYTES.

@@ -10,9 +10,10 @@
 //! step (a MUL and an ADD, or one FMA), on the widest vectors the target has (16 lanes × 24
 //! chains with AVX-512, else 8 × 12: `uopkit_probe_flops_per_step`), every chain in a register,
 //! so the probe measures the issue rate of the vector pipes, not the latency of a chain.
-//! It is the machine's peak: uopkit's CPU kernels are sized for 32-byte vectors (`cpu_tile`'s
-//! `VECTOR_BYTES`), so on a machine with full-width AVX-512 a kernel's ratio to this ceiling is
-//! at most about one half (reports before this probe measured chain latency, a lower figure).
+//! It is the machine's peak: uopkit's CPU tiles are sized for the machine's vectors
+//! (`cpu_tile`'s `vector_bytes`: 64 bytes with AVX-512F, else 32), but an exact kernel may not
+//! fuse the multiply and the add, so the mul+add figure is its ceiling (reports before this
+//! probe measured chain latency, a lower figure).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
