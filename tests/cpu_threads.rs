@@ -246,8 +246,9 @@ fn threaded_interchanged_matmul_equals_one_thread_and_the_reference() {
     }
 }
 
-/// The register-tiled matmul (`cpu_tile`: a packed K×16 panel of B and blocks of rows ×
-/// 16 accumulators, over panels of rows) runs on several threads too: its panel and
+/// The register-tiled matmul (`cpu_tile`: a packed K×T panel of B and blocks of rows × T
+/// accumulators, T = 16 float32 with 32-byte vectors, 32 with AVX-512's, over panels of
+/// rows) runs on several threads too: its panel and
 /// accumulators are refilled and reset inside each panel of rows.
 #[test]
 fn threaded_register_tiled_matmul_equals_one_thread_and_the_reference() {

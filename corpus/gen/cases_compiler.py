@@ -704,19 +704,19 @@ def gen_matmul_k_blocks(C):
 
 
 def gen_conv_tile(C):
-    # A 1-D convolution with stride = kernel width, as the bench's conv: x [3, 256] read as 64 windows of 4
-    # (RESHAPE [3,64,4], PERMUTE to [3,4,64]), w [8,3,4]; out[o, p] = sum over (c, k), row-major (c outer),
+    # A 1-D convolution with stride = kernel width, as the bench's conv: x [3, 512] read as 128 windows of 4
+    # (RESHAPE [3,128,4], PERMUTE to [3,4,128]), w [8,3,4]; out[o, p] = sum over (c, k), row-major (c outer),
     # of x[c, 4p + k] * w[o, c, k]. Two reduced axes (c and k), and the operand that does not depend on the
     # output row o reads x with a stride of 4 along the output column p: uopkit's CPU target tiles it
     # (cpu_tile packs the strided windows into a contiguous panel and keeps one accumulator per element); with
-    # 8 rows (3 KiB of w) and 4 column tiles of 16, the column tiles are the outer loop, which cpu_threads
+    # 8 rows (384 bytes of w) and 8 column tiles of 16 (4 of 32 with AVX-512), the column tiles are the outer loop, which cpu_threads
     # runs on threads. Inputs are prng integers in [-30000, 30000] (docs/case-format.md): products reach 9e8
     # and every MUL and ADD rounds in float32, so any other fold order than (c, k) row-major from +0 shows.
     # Expected values: Python doubles rounded to float32 after each MUL and ADD (a product of two float32 is
     # exact in a double; a sum of two is rounded once correctly because 53 >= 2*24 + 1).
     import struct
     dt = "float32"
-    ch, o, kw, length = 3, 8, 4, 256
+    ch, o, kw, length = 3, 8, 4, 512
     p = length // kw
     lo, hi = -30000, 30000
 
@@ -733,7 +733,7 @@ def gen_conv_tile(C):
                 for k in range(kw):
                     acc = f32(acc + f32(float(x[c * length + pp * kw + k]) * float(w[(oo * ch + c) * kw + k])))
             rows.append(struct.unpack("<I", struct.pack("<f", acc))[0])
-    g = G("float32 1-D convolution, stride = kernel width: x [3,256] as 64 windows of 4, w [8,3,4], "
+    g = G("float32 1-D convolution, stride = kernel width: x [3,512] as 128 windows of 4, w [8,3,4], "
           "out[o,p] = sum over (c, k) row-major of x[c,4p+k]*w[o,c,k]: two reduced axes and a strided operand, "
           "which the CPU target's cpu_tile packs into a panel (column tiles outermost, on threads); prng integers "
           "in [-30000, 30000], so every MUL and ADD rounds (expected values: Python doubles rounded to float32 "

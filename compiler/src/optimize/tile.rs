@@ -172,7 +172,8 @@ pub fn vector_bytes() -> i128 {
 }
 
 /// The row blocks tried, largest first (B rows × T/V vectors of accumulators: at most 8
-/// of the 16 vector registers, with room for the panel loads and the broadcast).
+/// of the 16 AVX2 registers, or of AVX-512's 32, with room for the panel loads and the
+/// broadcast; 64-byte tiles forced on an AVX2 machine use all 16, slower but as exact).
 pub const ROW_BLOCKS: [i128; 3] = [4, 3, 2];
 
 /// The most row blocks one panel of B is reused for (R; MB = B·R rows).

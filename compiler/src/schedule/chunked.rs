@@ -1,6 +1,7 @@
 //! Declared `chunks_of_split(c, k)` orders become two REDUCEs before planning, so that the
 //! chunks are an output axis (which `cpu_threads` runs on threads) and each chunk's `split(k)`
-//! is a REDUCE of its own (which `cpu_split_lanes` makes vector lanes).
+//! is a REDUCE of its own (which `cpu_split_lanes` makes vector lanes; an order-free integer
+//! fold stays one accumulator, `optimize::reduce::order_free`).
 //!
 //! The order (docs/ir.md, `interp/src/eval/order.rs`): the n reduced elements form c
 //! contiguous chunks of s = n/c (the verifier requires c to divide n); chunk j is the
