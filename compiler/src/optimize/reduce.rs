@@ -131,7 +131,7 @@ fn after(g: &mut Graph, buf: NodeId, deps: &[NodeId]) -> NodeId {
 }
 
 /// `body` once per iteration of `rs` (r₀ outermost).
-fn end_all(g: &mut Graph, body: NodeId, rs: &[NodeId]) -> NodeId {
+pub(crate) fn end_all(g: &mut Graph, body: NodeId, rs: &[NodeId]) -> NodeId {
     let mut e = body;
     for &r in rs.iter().rev() {
         e = add(g, Op::END, DType::Void, vec![e, r], KArg::None, 0);

@@ -104,7 +104,7 @@ use crate::kgraph::{add, alu, const_int, i64c, konst, substitute, Ranges};
 use crate::optimize::interchange::{
     after, per_element_in_order, reads_only_inputs, slope, store_into_param,
 };
-use crate::optimize::reduce::pass_id;
+use crate::optimize::reduce::{end_all, pass_id};
 use crate::rewrite::{Captures, Pat, Rule, RuleSet};
 
 /// Bytes in the vector register the inner loop is sized for where the machine has no wider
@@ -475,7 +475,7 @@ fn register_tile(g: &mut Graph, _c: &Captures, id: NodeId) -> Option<NodeId> {
     let kpf = flat(g, &kps, &kext);
     let prow = PanelRow { l, j, j0, t, ldt };
     let pe = prow.build(g, pa, lsubs, kpf);
-    let packed = end_each(g, pe, &kps);
+    let packed = end_all(g, pe, &kps);
 
     // The accumulators of one row block: acc[q] = identity.
     let acc = add(
@@ -614,7 +614,7 @@ impl Fold {
         }
         let group = add(g, Op::GROUP, DType::Void, upds, KArg::None, 0);
         let e = add(g, Op::END, DType::Void, vec![group, lane], KArg::None, 0);
-        end_each(g, e, kls)
+        end_all(g, e, kls)
     }
 }
 
@@ -664,13 +664,6 @@ fn flat(g: &mut Graph, rs: &[NodeId], ext: &[i128]) -> NodeId {
     rest.iter()
         .zip(ext.iter().skip(1))
         .fold(first, |f, (&r, &e)| affine(g, Some(f), e, Some(r)))
-}
-
-/// `body` once per iteration of loops `rs`, r₀ outermost.
-fn end_each(g: &mut Graph, body: NodeId, rs: &[NodeId]) -> NodeId {
-    rs.iter().rev().fold(body, |e, &r| {
-        add(g, Op::END, DType::Void, vec![e, r], KArg::None, 0)
-    })
 }
 
 /// The k block of a panel of `row_bytes` per k (T elements): K itself when the K·T panel

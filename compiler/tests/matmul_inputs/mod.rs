@@ -100,13 +100,18 @@ pub fn matmul(
         .and_then(|t| t.expand(&[k, m, n]))
         .expect("B view");
     let p = av.mul(&bv).expect("product");
+    sum_leading(ctx, &p, 1, order)
+}
+
+/// REDUCE_ADD over the first `axes` axes of `p` in `order`.
+fn sum_leading(ctx: &Ctx, p: &Tensor, axes: usize, order: ReduceOrder) -> Tensor {
     ctx.raw(Node {
         op: Op::REDUCE,
-        dtype: dt,
+        dtype: p.dtype(),
         src: vec![p.id()],
         arg: Arg::Reduce {
             op: Op::ADD,
-            axes: 1,
+            axes,
             order,
         },
     })
@@ -141,15 +146,5 @@ pub fn conv(
         .and_then(|t| t.expand(&[ch, kw, o, p]))
         .expect("w view");
     let prod = xv.mul(&wv).expect("product");
-    ctx.raw(Node {
-        op: Op::REDUCE,
-        dtype: dt,
-        src: vec![prod.id()],
-        arg: Arg::Reduce {
-            op: Op::ADD,
-            axes: 2,
-            order,
-        },
-    })
-    .expect("reduce")
+    sum_leading(ctx, &prod, 2, order)
 }
