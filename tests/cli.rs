@@ -436,3 +436,36 @@ fn compile_lists_graph_buffers_by_case_file_id() {
     assert!(text.contains("(graph node 40, storage"), "{text}");
     assert!(!text.contains("graph %"), "{text}");
 }
+
+/// `uopkit compile` shows the memory plan: intermediates whose lifetimes (first write to last
+/// read, in step order) do not overlap share a storage, and one read while another is written
+/// does not. In this case's schedule (by hand from its step list): b1 is written at step 0
+/// and last read at step 1, b7 written at step 5 and read at step 6, b9 written later still;
+/// b0 is written at step 1, while b1 is still read.
+#[test]
+fn compile_shares_storage_between_intermediates_that_are_never_live_together() {
+    let case = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/corpus/compiler/declared_chunks_of_split_float32.json"
+    );
+    let (code, text) = uopkit(&["compile", case]);
+    assert_eq!(code, 0, "{text}");
+    let storage = |b: &str| -> String {
+        let line = text
+            .lines()
+            .find(|l| l.trim_start().starts_with(&format!("{b}: ")))
+            .unwrap_or_else(|| panic!("no buffer {b} in:\n{text}"));
+        assert!(line.contains("(intermediate, storage s"), "{line}");
+        line.rsplit("storage ")
+            .next()
+            .unwrap_or("")
+            .trim_end_matches(')')
+            .to_string()
+    };
+    assert!(text.contains("0: kernel k0 on CPU:0 (b1(w), b2)"), "{text}");
+    assert!(text.contains("1: kernel k1 on CPU:0 (b0(w), b1)"), "{text}");
+    assert!(text.contains("6: kernel k6 on CPU:0 (b6(w), b7)"), "{text}");
+    assert_eq!(storage("b1"), storage("b7"), "{text}");
+    assert_eq!(storage("b1"), storage("b9"), "{text}");
+    assert_ne!(storage("b0"), storage("b1"), "{text}");
+}

@@ -430,7 +430,11 @@ pub fn judge(case: &Case, body: &KernelBody) -> Result<(), String> {
     let opts = RunOpts::from_env()?;
     let result = run(&kc, &opts);
     match (&case.expect_error, result) {
-        (None, Ok(mem)) => compare(&kc, &mem),
+        (None, Ok(mem)) => compare(&kc, &mem).map_err(|report| {
+            format!(
+                "the kernel interpreter's buffers differ from the case's expectations:\n{report}"
+            )
+        }),
         (None, Err(e)) => Err(format!("the kernel interpreter stopped: {e}")),
         (Some(want), Ok(mem)) => {
             // A poisoned expected element is an uninitialized read reaching the output.
@@ -560,12 +564,104 @@ fn compare(kc: &KernelCase, mem: &BTreeMap<u32, Vec<Elem>>) -> Result<(), String
     if report.is_empty() {
         Ok(())
     } else {
-        Err(format!(
-            "the kernel interpreter's buffers differ from the case's expectations:\n{report}"
-        ))
+        Err(report)
     }
+}
+
+/// The `run_schedule` request of a kernel-level case for a backend that runs kernel programs
+/// as they are: its buffers, programs and steps, reading the buffers it expects.
+pub fn request(case: &str, body: &KernelBody, kc: &KernelCase) -> protocol::ScheduleRequest {
+    let mut read: Vec<u32> = kc.expect.iter().map(|x| x.buffer).collect();
+    read.sort_unstable();
+    read.dedup();
+    protocol::ScheduleRequest {
+        id: 0,
+        case: case.to_string(),
+        buffers: body.buffers.clone(),
+        programs: body.programs.clone(),
+        steps: body.steps.clone(),
+        read,
+    }
+}
+
+/// A backend's answer to [`request`] against the oracle: the kernel interpreter runs the same
+/// steps, and every expected buffer of the backend must have the interpreter's bits (any NaN
+/// for any NaN where the expectation says so). As for tensor-level cases, the backend is judged
+/// against the oracle, not the case's expected values (those are the oracle trial's: some
+/// imported cases expect what tinygrad computed). Ok, a report of what differs, or why the
+/// oracle could not give a reference (`Err(Err(..))`).
+pub fn compare_answer(
+    kc: &KernelCase,
+    got: &[protocol::BufferBits],
+) -> Result<Result<(), String>, String> {
+    let opts = RunOpts::from_env()?;
+    let oracle = run(kc, &opts).map_err(|e| format!("the kernel interpreter stopped: {e}"))?;
+    let mut want = kc.clone();
+    for x in &mut want.expect {
+        let bits = oracle
+            .get(&x.buffer)
+            .map(|b| {
+                b.iter()
+                    .enumerate()
+                    .map(|(i, e)| match e {
+                        Elem::Bits(v) => Ok(*v),
+                        Elem::Uninit { .. } => Err(format!(
+                            "the kernel interpreter leaves element {i} of {} (buffer {}) undefined",
+                            x.name, x.buffer
+                        )),
+                    })
+                    .collect::<Result<Vec<u64>, String>>()
+            })
+            .unwrap_or_else(|| Err(format!("the kernel interpreter has no buffer {}", x.buffer)))?;
+        x.bits = bits;
+    }
+    let mut mem: BTreeMap<u32, Vec<Elem>> = BTreeMap::new();
+    for x in &want.expect {
+        let dt = kc.buffers[&x.buffer].dtype;
+        let answer = (|| {
+            let b = got
+                .iter()
+                .find(|b| b.id == x.buffer)
+                .ok_or_else(|| format!("the answer has no buffer {} ({})", x.buffer, x.name))?;
+            if b.data.len() != x.bits.len() {
+                return Err(format!(
+                    "the answer's buffer {} ({}) has {} element(s), expected {}",
+                    x.buffer,
+                    x.name,
+                    b.data.len(),
+                    x.bits.len()
+                ));
+            }
+            b.data
+                .iter()
+                .enumerate()
+                .map(|(i, e)| match protocol::parse_bits(dt, e) {
+                    Ok(Some(v)) => Ok(Elem::Bits(v)),
+                    Ok(None) => Err(format!(
+                        "the answer's buffer {} ({}) element {i} is null",
+                        x.buffer, x.name
+                    )),
+                    Err(e) => Err(format!(
+                        "the answer's buffer {} ({}) element {i}: {e}",
+                        x.buffer, x.name
+                    )),
+                })
+                .collect::<Result<Vec<_>, _>>()
+        })();
+        match answer {
+            Ok(elems) => {
+                mem.insert(x.buffer, elems);
+            }
+            Err(e) => return Ok(Err(e)),
+        }
+    }
+    Ok(compare(&want, &mem).map_err(|report| {
+        format!(
+            "the backend's buffers differ from the oracle's (the kernel interpreter's):\n{report}"
+        )
+    }))
 }
 
 /// Why a backend other than the oracle skips a kernel-level case.
 pub const SKIP_REASON: &str =
-    "kernel-level case (a schedule of kernel programs): this backend takes tensor graphs; the oracle's kernel interpreter judges it";
+    "kernel-level case (a schedule of kernel programs): this backend takes tensor graphs, not kernel programs; the oracle's kernel interpreter judges it";

@@ -59,6 +59,7 @@ pub fn serve(backend: &dyn Backend) -> i32 {
                     allowances: backend.allowances(),
                     compile_only: backend.role() == crate::backends::Role::CompileOnly,
                     unavailable: backend.unavailable(),
+                    kernel_cases: backend.kernel_cases(),
                 }),
                 false,
             ),

@@ -35,6 +35,28 @@ def out(g, name, node, t):
     g.output(name, node, t.shape, t.data)
 
 
+def tight_probe(g, node, vals):
+    """A probe of the range analysis at both ends of int32 `node`, whose values are `vals`: with lo and hi the
+    least and greatest of them (w = hi - lo), (r - lo) % w + 64 * ((hi - r) % w) + 4096 * (WHERE(CAST(r, bool),
+    7, 1) % 5). x % w -> x (mod_of_small) is wrong at an attained end, so a range that leaves out either end of
+    r, or a bool range of r's CAST that leaves out a value r takes, changes an element. r - lo is written
+    r + (-lo): tinygrad's C renderer writes x - (-3) as x--3 (manifests/xfail.json). Returns (node, values)."""
+    a = lambda op, *xs: N.alu(op, "int32", *xs)  # noqa: E731
+    k = lambda v: g.const("int32", v)  # noqa: E731
+    lo, hi = min(vals), max(vals)
+    w = hi - lo
+    b = g.op("CMOD", "int32", g.op("WHERE", "int32", g.cast(node, "bool"), k(7), k(1)), k(5))
+    probe = g.op("MUL", "int32", b, k(4096))
+    pv = [a("MUL", a("CMOD", 7 if v != 0 else 1, 5), 4096) for v in vals]
+    if w > 0:
+        up = g.op("CMOD", "int32", g.op("ADD", "int32", node, k(-lo)), k(w))
+        down = g.op("CMOD", "int32", g.op("SUB", "int32", k(hi), node), k(w))
+        probe = g.op("ADD", "int32", g.op("ADD", "int32", up, g.op("MUL", "int32", down, k(64))), probe)
+        pv = [a("ADD", a("ADD", a("CMOD", a("ADD", v, -lo), w), a("MUL", a("CMOD", a("SUB", hi, v), w), 64)), t)
+              for v, t in zip(vals, pv)]
+    return probe, pv
+
+
 def gen(C):
     gen_index(C)
     gen_constant_index(C)
@@ -51,6 +73,7 @@ def gen(C):
     gen_inplace_reduce(C)
     gen_range_sweep(C)
     gen_padded_constant_compare(C)
+    gen_value_rule_limits(C)
     gen_buffer_chain(C)
     gen_chunks_of_split(C)
 
@@ -534,12 +557,18 @@ def gen_value_ranges(C):
     # Its own case: tinygrad 0.14's CPU renderer has no MULACC (manifests/xfail.json).
     # MULACC((x&7), 2, WHERE(c,-1,0)) is in [-1, 14]: its addend can be negative, which uint8 wraps to 255
     g = G("CAST(CAST(MULACC(x&7, 2, WHERE(c,-1,0)), uint8), int32) for int32 x = 0,1,2,3,5,7,-1,11 and bool c: the "
-          "MULACC is in [-1, 14] (its addend can be negative, which uint8 wraps to 255); numerics.alu and numerics.cast",
+          "MULACC is in [-1, 14] (its addend can be negative, which uint8 wraps to 255); and the tight probe of "
+          "MULACC(x&7, 2, WHERE(c,-1,3)), which takes both ends of its range [-1, 17]; numerics.alu and numerics.cast",
           [GRP, "alu", "range", "int32", "mulacc"])
     bx = g.buffer("int32", n, data=xs)
     bc = g.buffer("bool", n, data=cs)
     o("mulacc_via_u8", via_u8(g.op("MULACC", "int32", g.op("AND", "int32", bx, k(7)), k(2), where(bc, -1, 0))),
       [i32_u8_i32(N.alu("MULACC", "int32", a("AND", x, 7), 2, -1 if c else 0)) for x, c in zip(xs, cs)])
+    # MULACC(x&7, 2, WHERE(c,-1,3)) takes -1 and 17, the ends of its range [0,14] + [-1,3]: tight_probe
+    m = g.op("MULACC", "int32", g.op("AND", "int32", bx, k(7)), k(2), where(bc, -1, 3))
+    mv = [N.alu("MULACC", "int32", a("AND", x, 7), 2, -1 if c else 3) for x, c in zip(xs, cs)]
+    assert (min(mv), max(mv)) == (-1, 17)
+    o("mulacc_tight", *tight_probe(g, m, mv))
     C.add(GRP, "value_range_mulacc", g)
 
     # uint8: the loaded y has the range [0, 255] and y*3 the exact range [0, 765], which does not fit: the
@@ -771,7 +800,8 @@ def gen_range_sweep(C):
     for op in RANGE_OPS:
         g = G(f"value-range sweep of {op} int32: each operand a constant (-5, -3, 3) or WHERE(c|d, lo, hi) over "
               f"[-5,-2], [-2,3] or [2,5] (c, d = TT, TF, FT, FF), each result r probed by CAST(CAST(r, uint8), int32), "
-              f"WHERE(r < 0, 7, 1) % 5 and WHERE(r < 0, 1, 7) % 5"
+              f"WHERE(r < 0, 7, 1) % 5 and WHERE(r < 0, 1, 7) % 5, and by (r - lo) % w + 64 * ((hi - r) % w) "
+              f"+ 4096 * (WHERE(CAST(r, bool), 7, 1) % 5) with lo, hi the least and greatest values r takes, w = hi - lo"
               + (" (r = WHERE(cmp, 6, -1) for a comparison)" if op.startswith("CMP") else "")
               + (" (the count only from the non-negative classes)" if op in ("SHL", "SHR") else "")
               + "; numerics.alu and numerics.cast (exact, wrapping)",
@@ -808,6 +838,8 @@ def gen_range_sweep(C):
                 # mirrored: a range that wrongly leaves out 0 and the positives makes the WHERE look like 1
                 out(g, f"{name}_nsign", g.op("CMOD", "int32", g.op("WHERE", "int32", neg, k(1), k(7)), k(5)),
                     T([n], [a("CMOD", 1 if a("CMPLT", v, 0) else 7, 5) for v in vals], "int32"))
+                tight, tv = tight_probe(g, node, vals)
+                out(g, f"{name}_tight", tight, T([n], tv, "int32"))
         C.add(GRP, f"range_sweep_{op.lower()}", g)
 
     # Division and modulo by a constant 0 inside an empty reduction: never evaluated, so no UB and the sums are
@@ -889,6 +921,35 @@ def gen_padded_constant_compare(C):
             t = N.alu("ADD", dt, t, N.raw(dt, f(v)))
         out(g, name, g.reduce(g.cast(cmp, dt), "ADD", 1), T([], [t], dt))
     C.add(GRP, "padded_constant_compared_with_zero", g)
+
+
+def gen_value_rule_limits(C):
+    # Two of the GPU pass list's range-checked rules at the edge of their conditions.
+    # x / c -> 0 and x % c -> x need 0 <= x < c: a padded constant -5 (PAD(EXPAND(-5, [2])) = [0, -5, -5, 0],
+    # range [-5, 0], free of UB) is below c = 3, yet not in [0, 3), so neither may fire.
+    g = G("a padded constant below the divisor: PAD(EXPAND(int32 -5, [2])) = [0,-5,-5,0] divided by 3 (C and floor "
+          "division and modulo): [0,-1,-1,0], [0,-2,-2,0], [0,-2,-2,0], [0,1,1,0]; numerics.alu",
+          [GRP, "alu", "range", "int32", "cdiv", "floordiv", "cmod", "floormod", "pad"])
+    pv = [0, -5, -5, 0]
+    p = g.pad(g.expand(g.const("int32", -5), [2]), [1], [4])
+    for op in ("CDIV", "FLOORDIV", "CMOD", "FLOORMOD"):
+        vals = [N.alu(op, "int32", v, 3) for v in pv]
+        out(g, f"{op.lower()}_3", g.op(op, "int32", p, g.const("int32", 3)), T([4], vals, "int32"))
+    C.add(GRP, "padded_negative_constant_divided", g)
+    # (x / c1) / c2 -> x / (c1*c2) needs c1*c2 to be a value of the dtype: 65536 * 65536 is not an int32 and
+    # 2^32 * 2^32 is not an int64, so both divisions must stay (C and floor division, the dtypes' extremes and
+    # values near 0).
+    for dt, c, xs in (("int32", 1 << 16, [-(1 << 31), -(1 << 16) - 1, -(1 << 16), -1, 0, 1, (1 << 16) - 1, (1 << 31) - 1]),
+                      ("int64", 1 << 32, [-(1 << 63), -(1 << 32) - 1, -1, 0, 1, (1 << 32), (1 << 63) - 1])):
+        assert c * c > (1 << (63 if dt == "int64" else 31)) - 1  # c*c is not a value of dt
+        g = G(f"(x/{c})/{c} on {dt}, C and floor division: {c}*{c} is not a {dt}, so the two divisions cannot "
+              "be merged into one; numerics.alu", [GRP, "alu", "range", dt, "cdiv", "floordiv"])
+        bx = g.buffer(dt, len(xs), data=xs)
+        for op in ("CDIV", "FLOORDIV"):
+            inner = g.op(op, dt, bx, g.const(dt, c))
+            vals = [N.alu(op, dt, N.alu(op, dt, x, c), c) for x in xs]
+            out(g, f"{op.lower()}_twice", g.op(op, dt, inner, g.const(dt, c)), T([len(xs)], vals, dt))
+        C.add(GRP, f"division_chain_past_{dt}", g)
 
 
 def gen_buffer_chain(C):

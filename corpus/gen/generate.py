@@ -22,6 +22,7 @@ import cases_alu  # noqa: E402
 import cases_allreduce  # noqa: E402
 import cases_cast  # noqa: E402
 import cases_compiler  # noqa: E402
+import cases_kernels  # noqa: E402
 import cases_movement  # noqa: E402
 import cases_multi  # noqa: E402
 import cases_reduce  # noqa: E402
@@ -33,7 +34,7 @@ ROOT = os.path.dirname(HERE)  # corpus/
 
 def build():
     C = Corpus(ROOT)
-    for mod in (cases_seeds, cases_allreduce, cases_multi, cases_alu, cases_cast, cases_compiler, cases_movement, cases_reduce,
+    for mod in (cases_seeds, cases_allreduce, cases_multi, cases_alu, cases_cast, cases_compiler, cases_kernels, cases_movement, cases_reduce,
                 cases_ub):
         mod.gen(C)
     return C

@@ -531,7 +531,9 @@ impl<'g> Ranges<'g> {
         let n = g.node(id);
         let dt = n.dtype;
         match n.op {
-            Op::CONST | Op::RANGE | Op::BITCAST => true,
+            // A launch index is defined like a loop variable (its extent, a CONST, is checked
+            // as a source).
+            Op::CONST | Op::RANGE | Op::SPECIAL | Op::BITCAST => true,
             Op::CAST => {
                 let from = n.src.first().map(|&s| g.node(s).dtype);
                 !(from.is_some_and(DType::is_float) && !dt.is_float() && !dt.is_bool())

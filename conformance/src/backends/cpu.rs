@@ -77,6 +77,10 @@ impl Backend for Cpu {
         })
     }
 
+    fn kernel_cases(&self) -> bool {
+        true
+    }
+
     fn run_schedule(&self, req: &ScheduleRequest) -> Result<Vec<BufferBits>, BackendError> {
         run_kernels(req)
     }
@@ -109,11 +113,18 @@ fn run_kernels(req: &ScheduleRequest) -> Result<Vec<BufferBits>, BackendError> {
     };
     let kc = kernel_case::load(&body).map_err(|e| failed(e.to_string()))?;
     let dev = CpuDevice::get(0);
-    // A request's programs carry no disjoint-write proof: none runs on several threads.
+    // A request's programs carry no disjoint-write proof: none runs on several threads. Their
+    // names need not be distinct (tinygrad names two kernels of one shape alike), and one C
+    // unit needs one symbol each: program i is `p<i>_<name>` (unique, as i is).
     let programs: Vec<_> = kc
         .programs
         .iter()
-        .map(uopkit_compiler::render::par::without_parallel_mark)
+        .enumerate()
+        .map(|(i, p)| {
+            let mut q = uopkit_compiler::render::par::without_parallel_mark(p);
+            q.name = format!("p{i}_{}", p.name);
+            q
+        })
         .collect();
     let compiled = dev
         .compile(&c_unit(&programs))
@@ -144,7 +155,10 @@ fn run_kernels(req: &ScheduleRequest) -> Result<Vec<BufferBits>, BackendError> {
                     .map_err(|e| failed(e.to_string()))?;
             }
             Step::Kernel { program, args } => {
-                let name = &kc.programs[*program].name;
+                let name = programs
+                    .get(*program)
+                    .map(|p| p.name.as_str())
+                    .ok_or_else(|| failed(format!("step {s}: no program {program}")))?;
                 let bufs = args.iter().map(get).collect::<Result<Vec<_>, _>>()?;
                 dev.launch(&compiled, name, &bufs)
                     .map_err(|e| failed(format!("step {s} ({name}): {e}")))?;

@@ -170,6 +170,14 @@ pub trait Backend: Send + Sync {
     /// Runs the case and returns its outputs.
     fn run(&self, job: &Job) -> Result<Ran, BackendError>;
 
+    /// Whether the harness sends it kernel-level cases: their programs go as they are in a
+    /// `run_schedule` request ([`Backend::run_schedule`]) and the buffers it answers are judged
+    /// against the case's expectations. Default: no (the oracle's kernel interpreter alone
+    /// judges such a case).
+    fn kernel_cases(&self) -> bool {
+        false
+    }
+
     /// Kernel level: runs uopkit's kernel programs as they are (a `run_schedule` request:
     /// buffers with their initial contents, programs, steps) and returns the contents of the
     /// buffers the request reads. Default: unsupported (a graph-level backend).

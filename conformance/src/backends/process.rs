@@ -405,6 +405,10 @@ impl Backend for ProcessBackend {
         self.hello.unavailable.clone()
     }
 
+    fn kernel_cases(&self) -> bool {
+        self.hello.level == Level::Kernel || self.hello.kernel_cases
+    }
+
     fn skip_reason(&self, job: &Job) -> Option<String> {
         match self.hello.level {
             Level::Graph => {

@@ -286,19 +286,42 @@ fn judge_inner(
 }
 
 /// A kernel-level case: the oracle runs it on the kernel interpreter against the case's
-/// expectations; a body that does not load is `Invalid` on every backend; other backends
-/// skip it with the reason.
+/// expectations; a backend that runs kernel programs as they are ([`Backend::kernel_cases`])
+/// gets the programs in a `run_schedule` request and the buffers the case expects are judged
+/// against the kernel interpreter's (exact bits, NaNs as each expectation says); a body that
+/// does not load is `Invalid` on every backend; other backends skip it with the reason.
 fn judge_kernel_case(
     case: &Case,
     body: &crate::case::KernelBody,
     backend: &dyn Backend,
 ) -> Verdict {
     use crate::kernel_case;
-    if let Err(e) = kernel_case::check_envelope(case).and_then(|()| kernel_case::load(body)) {
-        return Verdict::Invalid(format!("invalid kernel-level case: {e}"));
-    }
+    let kc = match kernel_case::check_envelope(case).and_then(|()| kernel_case::load(body)) {
+        Ok(kc) => kc,
+        Err(e) => return Verdict::Invalid(format!("invalid kernel-level case: {e}")),
+    };
     if backend.role() != Role::Reference {
-        return Verdict::Skip(kernel_case::SKIP_REASON.into());
+        if backend.role() != Role::Candidate || !backend.kernel_cases() {
+            return Verdict::Skip(kernel_case::SKIP_REASON.into());
+        }
+        if case.expect_error.is_some() {
+            return Verdict::Skip("undefined or invalid program: oracle-only".into());
+        }
+        if let Some(why) = backend.unavailable() {
+            return Verdict::Skip(why);
+        }
+        let req = kernel_case::request(&case.description, body, &kc);
+        return match backend.run_schedule(&req) {
+            Ok(got) => match kernel_case::compare_answer(&kc, &got) {
+                Ok(Ok(())) => Verdict::Pass,
+                Ok(Err(report)) => Verdict::fail(FailKind::Mismatch, report),
+                Err(why) => Verdict::fail(FailKind::Oracle, why),
+            },
+            Err(BackendError::Unsupported(r)) => Verdict::Skip(r),
+            Err(e @ BackendError::Refused(_)) => Verdict::fail(FailKind::Refused, e.to_string()),
+            Err(BackendError::Failed(m)) => Verdict::fail(FailKind::Backend, m),
+            Err(BackendError::Died(m)) => Verdict::fail(FailKind::Crash, m),
+        };
     }
     match kernel_case::judge(case, body) {
         Ok(()) => Verdict::Pass,

@@ -77,6 +77,11 @@ pub struct Hello {
     /// with this reason and no request is sent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unavailable: Option<String>,
+    /// A graph-level backend that also answers `run_schedule` with kernel programs run as they
+    /// are: the harness sends it the corpus's kernel-level cases too (a kernel-level backend
+    /// gets them in any case).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub kernel_cases: bool,
 }
 
 /// What a backend can take; an absent list means anything.
