@@ -105,6 +105,14 @@ fi
 # compiler mutant can change them (UOPKIT_BACKENDS, if set, still wins).
 export UOPKIT_FAIL_FAST=1
 export UOPKIT_BACKENDS="${UOPKIT_BACKENDS:-kernels,gpusim,cpu,nvrtc,hiprtc,cuda,cuda-cpu,hip,hip-cpu}"
+# NVRTC as .ci/run installs it (pip's nvidia-cuda-nvrtc-cu12 in .venv): without it the nvrtc trial is
+# skipped and mutants of the CUDA rendering look missed.
+if [ -x .venv/bin/python ]; then
+  nvrtc_lib="$(.venv/bin/python -c 'import nvidia.cuda_nvrtc as m; print(list(m.__path__)[0] + "/lib")' 2>/dev/null || true)"
+  if [ -n "$nvrtc_lib" ] && [ -d "$nvrtc_lib" ]; then
+    export LD_LIBRARY_PATH="$nvrtc_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  fi
+fi
 # `--test=conformance` goes to every cargo call (`--cargo-arg`), so each mutant builds only
 # that test binary, not all of the root package's. cargo-mutants' own baseline would test the
 # mutated package (uopkit-compiler), which has no conformance test, so the baseline is run here

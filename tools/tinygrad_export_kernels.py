@@ -30,7 +30,7 @@ import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tinygrad_export import write_atomic  # noqa: E402  (one atomic writer for both exporters)
+from tinygrad_export import dumps_case, write_atomic  # noqa: E402  (one atomic writer and one canonical layout for both exporters)
 
 DTYPES = {
     "bool": "bool", "signed char": "int8", "unsigned char": "uint8", "short": "int16", "unsigned short": "uint16",
@@ -507,26 +507,6 @@ def install_hook():
     _HOOKED = True
 
 
-def canonical(case):
-    k = case["kernel"]
-
-    def lst(key, rows):
-        if not rows:
-            return f"    {dumps(key)}: []"
-        return f"    {dumps(key)}: [\n" + ",\n".join(rows) + "\n    ]"
-    progs = []
-    for p in k["programs"]:
-        insts = ",\n".join("          " + dumps(i) for i in p["insts"])
-        progs.append(f"      {{\"name\": {dumps(p['name'])}, \"params\": {dumps(p['params'])}, \"insts\": [\n{insts}\n      ]}}")
-    body = [lst("buffers", ["      " + dumps(b) for b in k["buffers"]]), lst("programs", progs),
-            lst("steps", ["      " + dumps(s) for s in k["steps"]]), lst("expect", ["      " + dumps(e) for e in k["expect"]])]
-    parts = [f"  \"format\": {dumps(case['format'])}", f"  \"description\": {dumps(case['description'])}",
-             f"  \"tags\": {dumps(case['tags'])}", "  \"kernel\": {\n" + ",\n".join(body) + "\n  }"]
-    if "expect_error" in case:
-        parts.append(f"  \"expect_error\": {dumps(case['expect_error'])}")
-    return "{\n" + ",\n".join(parts) + "\n}\n"
-
-
 def export_case(name, description, tags, build, device):
     import tinygrad.engine.realize as R
     from tinygrad.uop.ops import Ops
@@ -624,7 +604,7 @@ def main(argv):
                 print(f"{where}: skipped: tinygrad failed: {type(e).__name__}: {e}", file=sys.stderr)
                 skipped += 1
                 continue
-            write_atomic(os.path.join(a.out, stem, name + ".json"), canonical(case))
+            write_atomic(os.path.join(a.out, stem, name + ".json"), dumps_case(case))
             written += 1
     print(f"wrote {written} case(s), skipped {skipped}", file=sys.stderr)
     return 1 if skipped else 0

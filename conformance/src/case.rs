@@ -232,8 +232,8 @@ impl Case {
 
 impl Case {
     /// The canonical text of a kernel-level case: `kernel` with one buffer, one instruction,
-    /// one step and one expected buffer per line (`tools/tinygrad_export_kernels.py` writes
-    /// the same bytes).
+    /// one step and one expected buffer per line (`dumps_kernel_case` in corpus/gen/builder.py,
+    /// which tools/tinygrad_export_kernels.py uses too, writes the same bytes).
     fn kernel_canonical_string(&self, k: &KernelBody) -> String {
         let mut programs = vec![];
         for p in &k.programs {

@@ -664,4 +664,4 @@ pub fn compare_answer(
 
 /// Why a backend other than the oracle skips a kernel-level case.
 pub const SKIP_REASON: &str =
-    "kernel-level case (a schedule of kernel programs): this backend takes tensor graphs, not kernel programs; the oracle's kernel interpreter judges it";
+    "kernel-level case (a schedule of kernel programs): this backend does not run kernel programs as they are; the oracle's kernel interpreter judges it";

@@ -254,3 +254,47 @@ fn a_kernel_case_carrying_tensor_parts_or_tensor_error_fields_is_invalid() {
     let e = judge(&inst_only).expect_err("refused");
     assert!(e.contains("'inst' needs the 'program'"), "{e}");
 }
+
+/// A backend's answer to a kernel-level case (what `cpu` or a kernel-level external returns
+/// for the case's `run_schedule` request) is judged against the kernel interpreter: the right
+/// bits pass, a wrong element is reported with its index and both values, and an answer
+/// missing the buffer or with the wrong length is a reported failure, never a panic.
+#[test]
+fn a_backend_answer_is_judged_against_the_kernel_interpreter() {
+    use uopkit_conformance::protocol::{Bits, BufferBits};
+    let text = case(3, 3, A3, "[2.0, 3.0, 4.0]", None);
+    let c: Case = parse_case(&text).expect("the case parses");
+    let body = c.kernel.as_ref().expect("a kernel-level case");
+    let kc = kernel_case::load(body).expect("the body loads");
+    let req = kernel_case::request("kernel/add1", body, &kc);
+    assert_eq!(req.case, "kernel/add1");
+    assert_eq!(req.read, vec![0], "the request reads the expected buffer");
+    assert_eq!(req.programs.len(), 1);
+    let answer = |bits: &[u64]| {
+        vec![BufferBits {
+            id: 0,
+            data: bits.iter().map(|&b| Bits::Hex(b)).collect(),
+        }]
+    };
+    // 2.0, 3.0, 4.0
+    let right = [0x4000_0000, 0x4040_0000, 0x4080_0000];
+    assert_eq!(
+        kernel_case::compare_answer(&kc, &answer(&right)),
+        Ok(Ok(()))
+    );
+    let mut wrong = right;
+    wrong[1] = 0x4040_0001;
+    let report = kernel_case::compare_answer(&kc, &answer(&wrong))
+        .expect("the interpreter runs")
+        .expect_err("one element differs");
+    assert!(report.contains("element 1"), "{report}");
+    assert!(report.contains("kernel interpreter"), "{report}");
+    let short = kernel_case::compare_answer(&kc, &answer(&right[..2]))
+        .expect("the interpreter runs")
+        .expect_err("two elements for three");
+    assert!(short.contains("2 element(s), expected 3"), "{short}");
+    let none = kernel_case::compare_answer(&kc, &[])
+        .expect("the interpreter runs")
+        .expect_err("no buffer");
+    assert!(none.contains("no buffer 0"), "{none}");
+}

@@ -181,6 +181,8 @@ def dumps_case(case):
     non-ASCII escaped); a newline at the end."""
     def c(v):
         return json.dumps(v)
+    if "kernel" in case:
+        return dumps_kernel_case(case)
     parts = []
     for k, v in case.items():
         if k in ("graph", "outputs") and v:
@@ -191,6 +193,30 @@ def dumps_case(case):
             parts.append(f"  {c(k)}: {{\n{inner}\n  }}")
         else:
             parts.append(f"  {c(k)}: {c(v)}")
+    return "{\n" + ",\n".join(parts) + "\n}\n"
+
+
+def dumps_kernel_case(case):
+    """The canonical text of a kernel-level case (`Case::kernel_canonical_string`): the top-level keys one per
+    line, then inside `kernel` one buffer, program header, instruction, step and expected buffer per line."""
+    def c(v):
+        return json.dumps(v)
+
+    def lst(key, rows):
+        if not rows:
+            return f"    {c(key)}: []"
+        return f"    {c(key)}: [\n" + ",\n".join(rows) + "\n    ]"
+    k = case["kernel"]
+    progs = []
+    for p in k["programs"]:
+        insts = ",\n".join("          " + c(i) for i in p["insts"])
+        progs.append(f"      {{\"name\": {c(p['name'])}, \"params\": {c(p['params'])}, \"insts\": [\n{insts}\n      ]}}")
+    body = [lst("buffers", ["      " + c(b) for b in k["buffers"]]), lst("programs", progs),
+            lst("steps", ["      " + c(s) for s in k["steps"]]), lst("expect", ["      " + c(e) for e in k["expect"]])]
+    parts = [f"  \"format\": {c(case['format'])}", f"  \"description\": {c(case['description'])}",
+             f"  \"tags\": {c(case['tags'])}", "  \"kernel\": {\n" + ",\n".join(body) + "\n  }"]
+    if "expect_error" in case:
+        parts.append(f"  \"expect_error\": {c(case['expect_error'])}")
     return "{\n" + ",\n".join(parts) + "\n}\n"
 
 

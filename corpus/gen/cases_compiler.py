@@ -38,16 +38,20 @@ def out(g, name, node, t):
 def tight_probe(g, node, vals):
     """A probe of the range analysis at both ends of int32 `node`, whose values are `vals`: with lo and hi the
     least and greatest of them (w = hi - lo), (r - lo) % w + 64 * ((hi - r) % w) + 4096 * (WHERE(CAST(r, bool),
-    7, 1) % 5). x % w -> x (mod_of_small) is wrong at an attained end, so a range that leaves out either end of
-    r, or a bool range of r's CAST that leaves out a value r takes, changes an element. r - lo is written
+    7, 1) % 5) + 32768 * (WHERE(CAST(r, bool), 1, 7) % 5). x % w -> x (mod_of_small) is wrong at an attained end,
+    so a range that leaves out either end of r, or a bool range of r's CAST that leaves out a value r takes (true
+    or false), changes an element. r - lo is written
     r + (-lo): tinygrad's C renderer writes x - (-3) as x--3 (manifests/xfail.json). Returns (node, values)."""
     a = lambda op, *xs: N.alu(op, "int32", *xs)  # noqa: E731
     k = lambda v: g.const("int32", v)  # noqa: E731
     lo, hi = min(vals), max(vals)
     w = hi - lo
-    b = g.op("CMOD", "int32", g.op("WHERE", "int32", g.cast(node, "bool"), k(7), k(1)), k(5))
-    probe = g.op("MUL", "int32", b, k(4096))
-    pv = [a("MUL", a("CMOD", 7 if v != 0 else 1, 5), 4096) for v in vals]
+    rb = g.cast(node, "bool")
+    b = g.op("CMOD", "int32", g.op("WHERE", "int32", rb, k(7), k(1)), k(5))
+    nb = g.op("CMOD", "int32", g.op("WHERE", "int32", rb, k(1), k(7)), k(5))
+    probe = g.op("ADD", "int32", g.op("MUL", "int32", b, k(4096)), g.op("MUL", "int32", nb, k(32768)))
+    pv = [a("ADD", a("MUL", a("CMOD", 7 if v != 0 else 1, 5), 4096), a("MUL", a("CMOD", 1 if v != 0 else 7, 5), 32768))
+          for v in vals]
     if w > 0:
         up = g.op("CMOD", "int32", g.op("ADD", "int32", node, k(-lo)), k(w))
         down = g.op("CMOD", "int32", g.op("SUB", "int32", k(hi), node), k(w))
@@ -74,6 +78,7 @@ def gen(C):
     gen_range_sweep(C)
     gen_padded_constant_compare(C)
     gen_value_rule_limits(C)
+    gen_doubling_dag(C)
     gen_buffer_chain(C)
     gen_chunks_of_split(C)
 
@@ -557,13 +562,16 @@ def gen_value_ranges(C):
     # Its own case: tinygrad 0.14's CPU renderer has no MULACC (manifests/xfail.json).
     # MULACC((x&7), 2, WHERE(c,-1,0)) is in [-1, 14]: its addend can be negative, which uint8 wraps to 255
     g = G("CAST(CAST(MULACC(x&7, 2, WHERE(c,-1,0)), uint8), int32) for int32 x = 0,1,2,3,5,7,-1,11 and bool c: the "
-          "MULACC is in [-1, 14] (its addend can be negative, which uint8 wraps to 255); and the tight probe of "
-          "MULACC(x&7, 2, WHERE(c,-1,3)), which takes both ends of its range [-1, 17]; numerics.alu and numerics.cast",
+          "MULACC is in [-1, 14] (its addend can be negative, which uint8 wraps to 255), and its tight probe; the tight "
+          "probe of MULACC(x&7, 2, WHERE(c,-1,3)), which takes both ends of its range [-1, 17]; numerics.alu and "
+          "numerics.cast",
           [GRP, "alu", "range", "int32", "mulacc"])
     bx = g.buffer("int32", n, data=xs)
     bc = g.buffer("bool", n, data=cs)
-    o("mulacc_via_u8", via_u8(g.op("MULACC", "int32", g.op("AND", "int32", bx, k(7)), k(2), where(bc, -1, 0))),
-      [i32_u8_i32(N.alu("MULACC", "int32", a("AND", x, 7), 2, -1 if c else 0)) for x, c in zip(xs, cs)])
+    m0 = g.op("MULACC", "int32", g.op("AND", "int32", bx, k(7)), k(2), where(bc, -1, 0))
+    m0v = [N.alu("MULACC", "int32", a("AND", x, 7), 2, -1 if c else 0) for x, c in zip(xs, cs)]
+    o("mulacc_via_u8", via_u8(m0), [i32_u8_i32(v) for v in m0v])
+    o("mulacc_addend_max_0_tight", *tight_probe(g, m0, m0v))
     # MULACC(x&7, 2, WHERE(c,-1,3)) takes -1 and 17, the ends of its range [0,14] + [-1,3]: tight_probe
     m = g.op("MULACC", "int32", g.op("AND", "int32", bx, k(7)), k(2), where(bc, -1, 3))
     mv = [N.alu("MULACC", "int32", a("AND", x, 7), 2, -1 if c else 3) for x, c in zip(xs, cs)]
@@ -801,7 +809,8 @@ def gen_range_sweep(C):
         g = G(f"value-range sweep of {op} int32: each operand a constant (-5, -3, 3) or WHERE(c|d, lo, hi) over "
               f"[-5,-2], [-2,3] or [2,5] (c, d = TT, TF, FT, FF), each result r probed by CAST(CAST(r, uint8), int32), "
               f"WHERE(r < 0, 7, 1) % 5 and WHERE(r < 0, 1, 7) % 5, and by (r - lo) % w + 64 * ((hi - r) % w) "
-              f"+ 4096 * (WHERE(CAST(r, bool), 7, 1) % 5) with lo, hi the least and greatest values r takes, w = hi - lo"
+              f"+ 4096 * (WHERE(CAST(r, bool), 7, 1) % 5) + 32768 * (WHERE(CAST(r, bool), 1, 7) % 5) with lo, hi the least and "
+              f"greatest values r takes, w = hi - lo"
               + (" (r = WHERE(cmp, 6, -1) for a comparison)" if op.startswith("CMP") else "")
               + (" (the count only from the non-negative classes)" if op in ("SHL", "SHR") else "")
               + "; numerics.alu and numerics.cast (exact, wrapping)",
@@ -950,6 +959,24 @@ def gen_value_rule_limits(C):
             vals = [N.alu(op, dt, N.alu(op, dt, x, c), c) for x in xs]
             out(g, f"{op.lower()}_twice", g.op(op, dt, inner, g.const(dt, c)), T([len(xs)], vals, dt))
         C.add(GRP, f"division_chain_past_{dt}", g)
+
+
+def gen_doubling_dag(C):
+    # y_0 = x, y_{k+1} = y_k + y_k, 40 times: a graph of 41 nodes whose expression tree has 2^40 leaves. Each
+    # stage (lowering, rewriting, rendering) must treat it as the DAG it is; one that expands it as a tree
+    # never ends. y_40 = x * 2^40, exact in float32 for these x (each ADD doubles: one rounding, none inexact).
+    xs = [Q(1), Q(-3), Q(1, 2)]
+    g = G("y = x; y = y + y, 40 times (41 nodes, an expression tree of 2^40 leaves) for float32 x = 1, -3, 0.5: "
+          "x * 2^40, exact (Fraction)", [GRP, "alu", "float32", "dag"])
+    dt = "float32"
+    y = g.buffer(dt, 3, data=[N.raw(dt, v) for v in xs])
+    vals = [N.raw(dt, v) for v in xs]
+    for _ in range(40):
+        y = g.op("ADD", dt, y, y)
+        vals = [N.alu("ADD", dt, v, v) for v in vals]
+    assert vals == [N.raw(dt, v * 2 ** 40) for v in xs]
+    out(g, "y40", y, T([3], vals, dt))
+    C.add(GRP, "doubling_dag_40", g)
 
 
 def gen_buffer_chain(C):

@@ -4,17 +4,14 @@ that no compiler pass produced. Expected values: derived by hand below (Python's
 NaN), never the oracle.
 """
 
-import json
+import numerics as N
+from builder import dumps_case
 
 GRP = "compiler"
 
 # The axis a compiler pass gives a loop it proved parallel (compiler/src/optimize/threads.rs PARALLEL_AXIS):
 # a program from elsewhere may use the same number without any proof.
 PARALLEL_AXIS = (1 << 32) - 1
-
-
-def hexbits(v, bits):
-    return hex(v & ((1 << bits) - 1))
 
 
 class Program:
@@ -43,7 +40,7 @@ class Program:
 
 class KernelCase:
     """A kernel-level case: buffers, programs, steps and the buffers expected after the steps, written in the
-    canonical layout (`Case::kernel_canonical_string`, what `uopkit fmt` writes)."""
+    canonical layout (builder.dumps_case)."""
 
     def __init__(self, description, tags):
         self.description = description
@@ -70,26 +67,9 @@ class KernelCase:
         self.expect.append({"name": name, "buffer": buffer, "expect": values, "nan": "canonical"})
 
     def to_json(self):
-        c = json.dumps
-
-        def lst(key, items):
-            if not items:
-                return f"    {c(key)}: []"
-            return f"    {c(key)}: [\n" + ",\n".join(items) + "\n    ]"
-
-        progs = []
-        for p in self.programs:
-            insts = ",\n".join("          " + c(i) for i in p.insts)
-            progs.append(f"      {{\"name\": {c(p.name)}, \"params\": {c(p.params)}, \"insts\": [\n{insts}\n      ]}}")
-        body = ",\n".join([
-            lst("buffers", ["      " + c(b) for b in self.buffers]),
-            lst("programs", progs),
-            lst("steps", ["      " + c(s) for s in self.steps]),
-            lst("expect", ["      " + c(e) for e in self.expect]),
-        ])
-        parts = [f"  {c('format')}: {c('uopkit-case/1')}", f"  {c('description')}: {c(self.description)}",
-                 f"  {c('tags')}: {c(self.tags)}", f"  {c('kernel')}: {{\n{body}\n  }}"]
-        return "{\n" + ",\n".join(parts) + "\n}\n"
+        return dumps_case({"format": "uopkit-case/1", "description": self.description, "tags": self.tags,
+                           "kernel": {"buffers": self.buffers, "programs": [p.to_json() for p in self.programs],
+                                      "steps": self.steps, "expect": self.expect}})
 
 
 def gen(C):
@@ -111,7 +91,7 @@ def gen_parallel_axis_register_carry(C):
                    "Expected: the prefix sums (Python)",
                    [GRP, "kernel", "int32", "register", "parallel"])
     out = K.buffer("int32", n, None)
-    x = K.buffer("int32", n, [hexbits(v, 32) for v in xs])
+    x = K.buffer("int32", n, [hex(N.int_to_bits("int32", v)) for v in xs])
     p = Program("prefix_sum_on_the_parallel_axis", [("int32", n, True), ("int32", n, False)])
     p_out = p.emit("PARAM", "int32", arg={"param": 0})
     p_x = p.emit("PARAM", "int32", arg={"param": 1})
@@ -131,7 +111,7 @@ def gen_parallel_axis_register_carry(C):
     K.kernel(K.program(p), [out, x])
     sums = [sum(xs[:k + 1]) for k in range(n)]
     assert sums == [1, 3, 6, 10, 15, 21, 28, 36]
-    K.expect_buffer("out", out, [hexbits(v, 32) for v in sums])
+    K.expect_buffer("out", out, [hex(N.int_to_bits("int32", v)) for v in sums])
     C.add(GRP, "kernel_register_carried_along_the_parallel_axis_number", K)
 
 

@@ -489,7 +489,7 @@ impl<'g> Ranges<'g> {
     }
 
     /// True when evaluating `id` can never be undefined behaviour: its expression contains
-    /// only CONST, RANGE, ALU ops, CAST and BITCAST, every division's divisor range excludes 0
+    /// only CONST, RANGE, SPECIAL, ALU ops, CAST and BITCAST, every division's divisor range excludes 0
     /// (and, signed, never divides INT_MIN by -1), every shift count is in range, and no
     /// float is cast to an int. Anything else (LOAD, INDEX, …) counts as possibly UB.
     ///

@@ -15,7 +15,7 @@
 //! a gather (COPY of an UNSHARD) copies the shards to the target and writes each into its
 //! window of one buffer, and ALLREDUCE is lowered in [`super::allreduce`].
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use uopkit_interp::ir::{Arg, DType, Device, DeviceSpec, Graph, NodeId, Op};
 use uopkit_interp::verify::{storage_view, Verified};
@@ -664,7 +664,25 @@ impl<'a> Planner<'a> {
         root: bool,
         out: &mut BTreeMap<NodeId, Src>,
     ) -> Result<(), ScheduleError> {
-        if out.contains_key(&n) {
+        let mut fused = BTreeSet::new();
+        self.collect_leaves_in(n, c, device, moved, root, out, &mut fused)
+    }
+
+    /// [`Self::collect_leaves`], with the fused nodes already walked (and whether under a
+    /// movement op, which decides what fuses below them): a shared sub-expression is walked
+    /// once, so a DAG costs its nodes, not its expression tree.
+    #[allow(clippy::too_many_arguments)]
+    fn collect_leaves_in(
+        &mut self,
+        n: NodeId,
+        c: usize,
+        device: Device,
+        moved: bool,
+        root: bool,
+        out: &mut BTreeMap<NodeId, Src>,
+        fused: &mut BTreeSet<(NodeId, bool)>,
+    ) -> Result<(), ScheduleError> {
+        if out.contains_key(&n) || (!root && fused.contains(&(n, moved))) {
             return Ok(());
         }
         let node = self.g.node(n).clone();
@@ -679,9 +697,12 @@ impl<'a> Planner<'a> {
             _ => false,
         };
         if fuse {
+            if !root {
+                fused.insert((n, moved));
+            }
             let moved = moved || node.op.is_movement();
             for &s in &node.src {
-                self.collect_leaves(s, c, device, moved, false, out)?;
+                self.collect_leaves_in(s, c, device, moved, false, out, fused)?;
             }
             return Ok(());
         }

@@ -28,7 +28,7 @@ use uopkit_interp::eval::Elem;
 use super::{schedule_facts, Backend, BackendError, Job, Ran, Variant};
 use crate::case::KernelBody;
 use crate::kernel_case::{self, Step};
-use crate::protocol::{bits_of, BufferBits, ScheduleRequest, StepJson};
+use crate::protocol::{bits_of, BufferBits, InstArg, ScheduleRequest, StepJson};
 
 pub struct Cpu;
 
@@ -104,6 +104,19 @@ fn run_kernels(req: &ScheduleRequest) -> Result<Vec<BufferBits>, BackendError> {
         return Err(BackendError::Unsupported(format!(
             "device {d} is not a CPU device"
         )));
+    }
+    // GPU-only constructs (launch indices, barriers, local memory) have no C rendering.
+    for p in &req.programs {
+        let gpu = p.insts.iter().find(|i| {
+            matches!(i.op.as_str(), "SPECIAL" | "BARRIER")
+                || matches!(i.arg, Some(InstArg::Local(_)))
+        });
+        if let Some(i) = gpu {
+            return Err(BackendError::Unsupported(format!(
+                "program {} uses {} (a GPU kernel): not run on a CPU",
+                p.name, i.op
+            )));
+        }
     }
     let body = KernelBody {
         buffers: req.buffers.clone(),

@@ -502,11 +502,16 @@ impl Backend for ProcessBackend {
     }
 
     /// A `run_schedule` request as it is (under this pool's id), on a child: kernel-level
-    /// backends, and uopkit's own workers whose backend runs kernel programs (`cpu`).
+    /// backends, and uopkit's own workers whose backend runs kernel programs (`cpu`). A request
+    /// whose buffers or programs are outside the handshake's `accepts` is not sent
+    /// (`Unsupported`, the reason naming what).
     fn run_schedule(
         &self,
         req: &protocol::ScheduleRequest,
     ) -> Result<Vec<protocol::BufferBits>, BackendError> {
+        if let Some(why) = accepts_programs(&self.hello.accepts, req) {
+            return Err(BackendError::Unsupported(why));
+        }
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let mut req = req.clone();
         req.id = id;

@@ -151,7 +151,7 @@ fn judge_inner(
 ) -> (Verdict, Option<Ran>) {
     let only = |v: Verdict| (v, None);
     if let Some(body) = &case.kernel {
-        return only(judge_kernel_case(case, body, backend));
+        return only(judge_kernel_case(case, name, body, backend));
     }
     if backend.role() == Role::Reference {
         if let (None, Err(RunError::Load(e))) = (&case.expect_error, result) {
@@ -201,18 +201,7 @@ fn judge_inner(
         allreduce: case.schedule.as_ref().and_then(|s| s.allreduce.clone()),
     };
     if let Some(why) = backend.unavailable() {
-        return only(if crate::backends::required(backend.name()) {
-            Verdict::fail(
-                FailKind::Backend,
-                format!(
-                    "{} is required here ({}) but unavailable: {why}",
-                    backend.name(),
-                    crate::backends::REQUIRE_ENV
-                ),
-            )
-        } else {
-            Verdict::Skip(why)
-        });
+        return only(unavailable_verdict(backend, why));
     }
     if let Some(why) = backend.skip_reason(&job) {
         return only(Verdict::Skip(why));
@@ -285,6 +274,23 @@ fn judge_inner(
     (Verdict::fail(FailKind::Mismatch, report), Some(ran))
 }
 
+/// The trial of a backend that cannot run here: a failure when the run requires it
+/// ([`crate::backends::REQUIRE_ENV`]), else a skip with the reason.
+fn unavailable_verdict(backend: &dyn Backend, why: String) -> Verdict {
+    if crate::backends::required(backend.name()) {
+        Verdict::fail(
+            FailKind::Backend,
+            format!(
+                "{} is required here ({}) but unavailable: {why}",
+                backend.name(),
+                crate::backends::REQUIRE_ENV
+            ),
+        )
+    } else {
+        Verdict::Skip(why)
+    }
+}
+
 /// A kernel-level case: the oracle runs it on the kernel interpreter against the case's
 /// expectations; a backend that runs kernel programs as they are ([`Backend::kernel_cases`])
 /// gets the programs in a `run_schedule` request and the buffers the case expects are judged
@@ -292,6 +298,7 @@ fn judge_inner(
 /// does not load is `Invalid` on every backend; other backends skip it with the reason.
 fn judge_kernel_case(
     case: &Case,
+    name: &str,
     body: &crate::case::KernelBody,
     backend: &dyn Backend,
 ) -> Verdict {
@@ -308,9 +315,9 @@ fn judge_kernel_case(
             return Verdict::Skip("undefined or invalid program: oracle-only".into());
         }
         if let Some(why) = backend.unavailable() {
-            return Verdict::Skip(why);
+            return unavailable_verdict(backend, why);
         }
-        let req = kernel_case::request(&case.description, body, &kc);
+        let req = kernel_case::request(name, body, &kc);
         return match backend.run_schedule(&req) {
             Ok(got) => match kernel_case::compare_answer(&kc, &got) {
                 Ok(Ok(())) => Verdict::Pass,
