@@ -44,7 +44,7 @@ sys.path.insert(0, os.path.join(ROOT, "corpus", "gen"))
 
 import tg_ops  # noqa: E402
 import numerics  # noqa: E402  (exact decode/round/literal helpers of the corpus generator)
-from builder import dumps_case  # noqa: E402,F401  (the canonical layout `uopkit fmt` writes)
+from builder import KernelProgram, dumps_case  # noqa: E402,F401  (the canonical layout `uopkit fmt` writes; the program builder of the kernel exporter)
 
 TINYGRAD_VERSION = "0.14.0"
 ALT_TAG = "tg:alt=PYTHON"

@@ -30,7 +30,7 @@ import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tinygrad_export import dumps_case, write_atomic  # noqa: E402  (one atomic writer and one canonical layout for both exporters)
+from tinygrad_export import KernelProgram, dumps_case, write_atomic  # noqa: E402  (one atomic writer and one canonical layout for both exporters)
 
 DTYPES = {
     "bool": "bool", "signed char": "int8", "unsigned char": "uint8", "short": "int16", "unsigned short": "uint16",
@@ -81,29 +81,16 @@ def lanes(u):
     return n
 
 
-class Conv:
+class Conv(KernelProgram):
     """One tinygrad LINEAR program -> one uopkit program (dict in the protocol's JSON form)."""
 
     def __init__(self, name, uops, sizes):
-        self.name, self.uops, self.sizes = name, uops, sizes
-        self.insts = []
+        super().__init__(name, [])
+        self.uops, self.sizes = uops, sizes
         self.val = {}         # tinygrad uop -> ('mem', inst) | ('addr', mem_inst, [idx insts], gate) | ('val', [lanes]) | None
         self.conds = []       # open IF conditions (uopkit insts)
         self.written = set()  # param slots stored into
         self.consts = {}
-
-    def emit(self, op, dtype, src=(), arg=None):
-        inst = {"op": op, "dtype": dtype}
-        if src:
-            inst["src"] = list(src)
-        if arg is not None:
-            inst["arg"] = arg
-        self.insts.append(inst)
-        return len(self.insts) - 1
-
-    def const(self, dtype, bits):
-        # not cached: a CONST inside a loop would not reach uses after its END
-        return self.emit("CONST", dtype, arg={"const": hex(bits)})
 
     def lanes_of(self, s, n):
         v = self.val.get(s)

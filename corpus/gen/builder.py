@@ -196,6 +196,32 @@ def dumps_case(case):
     return "{\n" + ",\n".join(parts) + "\n}\n"
 
 
+class KernelProgram:
+    """A kernel program in the protocol's JSON form (`{"op", "dtype", "src"?, "arg"?}` per instruction): emit
+    appends an instruction and returns its index."""
+
+    def __init__(self, name, params):
+        self.name = name
+        self.params = params  # [{"dtype", "size", "written"}]
+        self.insts = []
+
+    def emit(self, op, dtype, src=(), arg=None):
+        inst = {"op": op, "dtype": dtype}
+        if src:
+            inst["src"] = list(src)
+        if arg is not None:
+            inst["arg"] = arg
+        self.insts.append(inst)
+        return len(self.insts) - 1
+
+    def const(self, dtype, bits):
+        # not cached: a CONST inside a loop would not reach uses after its END
+        return self.emit("CONST", dtype, arg={"const": hex(bits)})
+
+    def to_json(self):
+        return {"name": self.name, "params": self.params, "insts": self.insts}
+
+
 def dumps_kernel_case(case):
     """The canonical text of a kernel-level case (`Case::kernel_canonical_string`): the top-level keys one per
     line, then inside `kernel` one buffer, program header, instruction, step and expected buffer per line."""

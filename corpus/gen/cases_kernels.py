@@ -5,7 +5,7 @@ NaN), never the oracle.
 """
 
 import numerics as N
-from builder import dumps_case
+from builder import KernelProgram, dumps_case
 
 GRP = "compiler"
 
@@ -14,28 +14,8 @@ GRP = "compiler"
 PARALLEL_AXIS = (1 << 32) - 1
 
 
-class Program:
-    """One kernel program: instructions appended in order; each call returns the instruction's index."""
-
-    def __init__(self, name, params):
-        self.name = name
-        self.params = [{"dtype": dt, "size": size, "written": written} for dt, size, written in params]
-        self.insts = []
-
-    def emit(self, op, dtype, src=(), arg=None):
-        inst = {"op": op, "dtype": dtype}
-        if src:
-            inst["src"] = list(src)
-        if arg is not None:
-            inst["arg"] = arg
-        self.insts.append(inst)
-        return len(self.insts) - 1
-
-    def const(self, dtype, bits):
-        return self.emit("CONST", dtype, arg={"const": hex(bits)})
-
-    def to_json(self):
-        return {"name": self.name, "params": self.params, "insts": self.insts}
+def params(decls):
+    return [{"dtype": dt, "size": size, "written": written} for dt, size, written in decls]
 
 
 class KernelCase:
@@ -92,7 +72,7 @@ def gen_parallel_axis_register_carry(C):
                    [GRP, "kernel", "int32", "register", "parallel"])
     out = K.buffer("int32", n, None)
     x = K.buffer("int32", n, [hex(N.int_to_bits("int32", v)) for v in xs])
-    p = Program("prefix_sum_on_the_parallel_axis", [("int32", n, True), ("int32", n, False)])
+    p = KernelProgram("prefix_sum_on_the_parallel_axis", params([("int32", n, True), ("int32", n, False)]))
     p_out = p.emit("PARAM", "int32", arg={"param": 0})
     p_x = p.emit("PARAM", "int32", arg={"param": 1})
     reg = p.emit("BUFFER", "int32", arg={"reg": 1})
@@ -126,7 +106,7 @@ def gen_nan_store_with_register_first(C):
                    [GRP, "kernel", "float32", "register", "nan"])
     out = K.buffer("float32", 1, None)
     x = K.buffer("float32", 2, ["0x7f800000", "0xff800000"])
-    p = Program("nan_from_a_register_at_instruction_1", [("float32", 1, True), ("float32", 2, False)])
+    p = KernelProgram("nan_from_a_register_at_instruction_1", params([("float32", 1, True), ("float32", 2, False)]))
     p_out = p.emit("PARAM", "float32", arg={"param": 0})
     reg = p.emit("BUFFER", "float32", arg={"reg": 1})
     assert reg == 1

@@ -568,7 +568,15 @@ impl<'a> Planner<'a> {
         chain: Vec<Move>,
     ) -> Result<Tag, ScheduleError> {
         let mut leaves = BTreeMap::new();
-        self.collect_leaves(value, c, device, false, true, &mut leaves)?;
+        self.collect_leaves(
+            value,
+            c,
+            device,
+            false,
+            true,
+            &mut leaves,
+            &mut BTreeSet::new(),
+        )?;
         for src in leaves.values_mut() {
             let stale = src.clone();
             *src = self.fresh_leaf(stale);
@@ -655,24 +663,12 @@ impl<'a> Planner<'a> {
     /// Finds the nodes of a kernel's expression that are read from buffers (component `c` of
     /// each). `moved` says whether a movement op lies between the kernel root and `n` (a
     /// reduction under one is realized on its own rather than recomputed per element).
-    fn collect_leaves(
-        &mut self,
-        n: NodeId,
-        c: usize,
-        device: Device,
-        moved: bool,
-        root: bool,
-        out: &mut BTreeMap<NodeId, Src>,
-    ) -> Result<(), ScheduleError> {
-        let mut fused = BTreeSet::new();
-        self.collect_leaves_in(n, c, device, moved, root, out, &mut fused)
-    }
-
-    /// [`Self::collect_leaves`], with the fused nodes already walked (and whether under a
-    /// movement op, which decides what fuses below them): a shared sub-expression is walked
-    /// once, so a DAG costs its nodes, not its expression tree.
+    ///
+    /// `fused` holds the fused nodes already walked (with whether under a movement op, which
+    /// decides what fuses below them): a shared sub-expression is walked once, so a DAG costs
+    /// its nodes, not its expression tree. Callers pass an empty set.
     #[allow(clippy::too_many_arguments)]
-    fn collect_leaves_in(
+    fn collect_leaves(
         &mut self,
         n: NodeId,
         c: usize,
@@ -702,7 +698,7 @@ impl<'a> Planner<'a> {
             }
             let moved = moved || node.op.is_movement();
             for &s in &node.src {
-                self.collect_leaves_in(s, c, device, moved, false, out, fused)?;
+                self.collect_leaves(s, c, device, moved, false, out, fused)?;
             }
             return Ok(());
         }
@@ -813,7 +809,15 @@ impl<'a> Planner<'a> {
         // Same device: one kernel, unless the value reads the target through another view
         // (an in-place update would then read elements it already overwrote).
         let mut leaves = BTreeMap::new();
-        self.collect_leaves(value, c, decl.device, false, true, &mut leaves)?;
+        self.collect_leaves(
+            value,
+            c,
+            decl.device,
+            false,
+            true,
+            &mut leaves,
+            &mut BTreeSet::new(),
+        )?;
         let mut moved_reads = std::collections::BTreeSet::new();
         self.moved_leaves(
             value,

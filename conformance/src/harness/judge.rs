@@ -208,12 +208,7 @@ fn judge_inner(
     }
     let ran = match backend.run(&job) {
         Ok(r) => r,
-        Err(BackendError::Unsupported(r)) => return only(Verdict::Skip(r)),
-        Err(e @ BackendError::Refused(_)) => {
-            return only(Verdict::fail(FailKind::Refused, e.to_string()))
-        }
-        Err(BackendError::Failed(m)) => return only(Verdict::fail(FailKind::Backend, m)),
-        Err(BackendError::Died(m)) => return only(Verdict::fail(FailKind::Crash, m)),
+        Err(e) => return only(error_verdict(e)),
     };
     if backend.role() == Role::CompileOnly {
         return (Verdict::Pass, Some(ran));
@@ -274,6 +269,17 @@ fn judge_inner(
     (Verdict::fail(FailKind::Mismatch, report), Some(ran))
 }
 
+/// The verdict on a backend's error: unsupported input is a skip, anything else a failure of
+/// its kind.
+fn error_verdict(e: BackendError) -> Verdict {
+    match e {
+        BackendError::Unsupported(r) => Verdict::Skip(r),
+        e @ BackendError::Refused(_) => Verdict::fail(FailKind::Refused, e.to_string()),
+        BackendError::Failed(m) => Verdict::fail(FailKind::Backend, m),
+        BackendError::Died(m) => Verdict::fail(FailKind::Crash, m),
+    }
+}
+
 /// The trial of a backend that cannot run here: a failure when the run requires it
 /// ([`crate::backends::REQUIRE_ENV`]), else a skip with the reason.
 fn unavailable_verdict(backend: &dyn Backend, why: String) -> Verdict {
@@ -324,10 +330,7 @@ fn judge_kernel_case(
                 Ok(Err(report)) => Verdict::fail(FailKind::Mismatch, report),
                 Err(why) => Verdict::fail(FailKind::Oracle, why),
             },
-            Err(BackendError::Unsupported(r)) => Verdict::Skip(r),
-            Err(e @ BackendError::Refused(_)) => Verdict::fail(FailKind::Refused, e.to_string()),
-            Err(BackendError::Failed(m)) => Verdict::fail(FailKind::Backend, m),
-            Err(BackendError::Died(m)) => Verdict::fail(FailKind::Crash, m),
+            Err(e) => error_verdict(e),
         };
     }
     match kernel_case::judge(case, body) {
