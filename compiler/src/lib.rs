@@ -1,5 +1,5 @@
 //! The compiler, in stages that import only earlier ones (see ARCHITECTURE.md and
-//! `tests/stage_order.rs`): rewrite (a library) → spec → schedule → kgraph → lower → optimize →
+//! `tests/stage_order.rs`): scoped and rewrite (libraries) → spec → schedule → kgraph → lower → optimize →
 //! linearize → render → runtime → exec, composed by `pipeline`.
 
 pub mod exec;
@@ -12,4 +12,5 @@ pub mod render;
 pub mod rewrite;
 pub mod runtime;
 pub mod schedule;
+pub mod scoped;
 pub mod spec;

@@ -9,10 +9,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-/// The declared stage order: a module may import only modules listed before it. `rewrite` is
-/// a library that several stages use; `kgraph` is the kernel-graph type that lower, optimize
-/// and linearize share.
+/// The declared stage order: a module may import only modules listed before it. `scoped`
+/// (closure-scoped thread-local settings) and `rewrite` are libraries that several stages
+/// use; `kgraph` is the kernel-graph type that lower, optimize and linearize share.
 const STAGES: &[&str] = &[
+    "scoped",
     "rewrite",
     "spec",
     "schedule",

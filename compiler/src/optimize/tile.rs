@@ -143,19 +143,12 @@ thread_local! {
 /// (32 or 64; anything else is taken as 32), whatever the machine and the environment: tests
 /// pin C text and tile shapes so. The previous setting is back when `f` returns or unwinds.
 pub fn with_vector_bytes<R>(bytes: i128, f: impl FnOnce() -> R) -> R {
-    struct Restore(Option<i128>);
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            FORCED_WIDTH.with(|c| c.set(self.0));
-        }
-    }
     let w = if bytes == WIDE_VECTOR_BYTES {
         WIDE_VECTOR_BYTES
     } else {
         VECTOR_BYTES
     };
-    let _restore = Restore(FORCED_WIDTH.with(|c| c.replace(Some(w))));
-    f()
+    crate::scoped::with_cell(&FORCED_WIDTH, Some(w), f)
 }
 
 /// The vector width tiles are sized for now: [`with_vector_bytes`]'s, else

@@ -15,6 +15,13 @@
 //! refused here), and a unit compiled for aliasing buffers (runtime::cpu's `NO_RESTRICT`,
 //! where another param may be `out`) defines `UK_STREAMING` 0, which makes every block the
 //! whole range and stores directly: the plain loop.
+//!
+//! Only loops writing [`STREAM_MIN_BYTES`] or more stream, far more than a conformance case
+//! holds; [`with_stream_min_bytes`] lowers the threshold for what one closure renders, so a
+//! backend variant (the conformance `cpu` backend's large-input variant) checks every
+//! eligible loop streamed on small cases.
+
+use std::cell::Cell;
 
 use uopkit_interp::ir::Op;
 use uopkit_interp::kernel::{InstId, Program};
@@ -24,6 +31,24 @@ use super::par::ParLoop;
 /// The least the loop must write before its stores stream (the output is then far beyond
 /// the 1–2 MiB of L2 per core, and usually beyond what the next kernel would find in L3).
 pub const STREAM_MIN_BYTES: u64 = 16 << 20;
+
+thread_local! {
+    /// The threshold [`with_stream_min_bytes`] set for loops rendered on this thread.
+    static FORCED_MIN: Cell<Option<u64>> = const { Cell::new(None) };
+}
+
+/// Runs `f` with every loop rendered on this thread streaming when it writes at least
+/// `bytes` (0: every eligible loop), instead of [`STREAM_MIN_BYTES`]. The previous setting is
+/// back when `f` returns or unwinds.
+pub fn with_stream_min_bytes<R>(bytes: u64, f: impl FnOnce() -> R) -> R {
+    crate::scoped::with_cell(&FORCED_MIN, Some(bytes), f)
+}
+
+/// The least a loop rendered now must write to stream: [`with_stream_min_bytes`]'s, else
+/// [`STREAM_MIN_BYTES`].
+pub fn stream_min_bytes() -> u64 {
+    FORCED_MIN.with(Cell::get).unwrap_or(STREAM_MIN_BYTES)
+}
 
 /// The block: one 64-byte cache line of the output.
 pub const LINE_BYTES: u64 = 64;
@@ -45,7 +70,7 @@ pub struct Stream {
 /// unconditional, of a 4- or 8-byte value of the param's own dtype at `param + i` (`i` the
 /// loop variable itself, the PARAM before the loop), no other INDEX of that param exists
 /// (the store's own INDEX may be loaded: that reads out[i] before it is written), and the
-/// loop writes at least [`STREAM_MIN_BYTES`].
+/// loop writes at least [`stream_min_bytes`].
 pub fn stream_store(p: &Program, pl: &ParLoop) -> Option<Stream> {
     let r = pl.inst;
     // With no RANGE before it, the first END after the loop's RANGE closes it.
@@ -86,7 +111,7 @@ pub fn stream_store(p: &Program, pl: &ParLoop) -> Option<Stream> {
         return None;
     }
     let bytes = u64::try_from(pl.extent).ok()?.checked_mul(size)?;
-    (bytes >= STREAM_MIN_BYTES).then_some(Stream {
+    (bytes >= stream_min_bytes()).then_some(Stream {
         store,
         param,
         end,

@@ -88,14 +88,7 @@ thread_local! {
 /// on one thread, can be run through the threaded entry (`par_k_*`) too. The previous setting
 /// is back when `f` returns or unwinds.
 pub fn with_forced_chunks<R>(n: usize, f: impl FnOnce() -> R) -> R {
-    struct Restore(Option<usize>);
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            FORCED.with(|c| c.set(self.0));
-        }
-    }
-    let _restore = Restore(FORCED.with(|c| c.replace(Some(n.max(1)))));
-    f()
+    crate::scoped::with_cell(&FORCED, Some(n.max(1)), f)
 }
 
 /// The chunks a launch from this thread splits a parallel loop of `extent` iterations of

@@ -3,13 +3,17 @@
 //! worker process (`crate::worker`) unless asked for in-process mode (debugging), where the
 //! runtime still saves and restores the FP control state around every load and launch.
 //!
-//! A schedule with a parallel loop (`cpu_threads`) also runs a second time with every
-//! parallel loop split into [`CHUNKS`] chunks on their own threads
-//! (`runtime::threads::with_forced_chunks`, the `par_k_*` entries a large case takes; the
-//! corpus's cases are small, so their first run is one thread through the whole-loop entry).
-//! That run is reported as a variant ([`Ran::variants`]): the harness compares it with the
-//! oracle after the first run's outputs, so a wrong disjointness or register-privacy proof
-//! shows on small cases, and a run that already differs from the oracle is judged by that.
+//! A schedule with a parallel loop (`cpu_threads`) also runs a second time the way a large
+//! input runs: every parallel loop split into [`CHUNKS`] chunks on their own threads
+//! (`runtime::threads::with_forced_chunks`, the `par_k_*` entries), and every loop that may
+//! stream its stores streaming them (`render::stream::with_stream_min_bytes(0)`: blocks of
+//! one cache line through a local array, partial lines at the chunks' ends; normally only
+//! loops writing 16 MiB do). The corpus's cases are small, so their first run is one thread
+//! through the whole-loop entry with plain stores. The second run is reported as a variant
+//! ([`Ran::variants`]): the harness compares it with the oracle after the first run's
+//! outputs, so a wrong disjointness or register-privacy proof, or a streamed loop that stores
+//! other bits or elements than the plain one, shows on small cases, and a run that already
+//! differs from the oracle is judged by that.
 //!
 //! At the kernel level ([`Backend::run_schedule`], a `run_schedule` request) it takes
 //! uopkit's kernel programs as they are: rendered as one C unit, compiled, and run step by
@@ -20,6 +24,7 @@ use std::collections::BTreeMap;
 use uopkit_compiler::exec;
 use uopkit_compiler::render::c_unit;
 use uopkit_compiler::render::par::parallel_loop;
+use uopkit_compiler::render::stream::with_stream_min_bytes;
 use uopkit_compiler::runtime::threads::with_forced_chunks;
 use uopkit_compiler::runtime::{Buffer, CpuDevice};
 use uopkit_compiler::schedule::{self, Schedule};
@@ -63,10 +68,15 @@ impl Backend for Cpu {
         })?;
         let mut variants = vec![];
         if has_parallel_loop(&sched) {
-            let chunked = with_forced_chunks(CHUNKS, || exec::run(&sched, job.inputs));
+            let large = with_forced_chunks(CHUNKS, || {
+                with_stream_min_bytes(0, || exec::run(&sched, job.inputs))
+            });
             variants.push(Variant {
-                label: format!("parallel loops in {CHUNKS} chunks on threads"),
-                outputs: chunked.map_err(|e| job.exec_error(e).to_string()),
+                label: format!(
+                    "as a large input runs: parallel loops in {CHUNKS} chunks on threads, \
+                     stores streamed at every size"
+                ),
+                outputs: large.map_err(|e| job.exec_error(e).to_string()),
             });
         }
         Ok(Ran {
