@@ -3,6 +3,7 @@
 #
 #   scripts/mutants.sh [PART] [--shard K/N] [--jobs J] [--list] [--all] [--no-baseline]
 #                      [--timeout SECS] [-- extra cargo-mutants args, e.g. --in-place]
+#   scripts/mutants.sh --check-lists
 #
 # PART: a file or folder under compiler/src (default: all of compiler/src), e.g.
 #   scripts/mutants.sh compiler/src/lower/index.rs
@@ -27,6 +28,10 @@
 # (`--shard K/N` runs the K-th of N disjoint slices, K from 0) over a CI matrix, and merge the
 # shards' mutants.out directories with `scripts/mutants_score.py DIR...`.
 #
+# --check-lists prints every entry of mutants/equivalent.txt and mutants/out_of_scope.txt that
+# matches no mutant of compiler/src (a line:col pin the code moved away from) and exits 1 if
+# there is one: run it after editing a file the lists pin.
+#
 # A sampled estimate of the whole tree's score: one round-robin shard (every N-th mutant, so
 # every file is represented), in random order so that a run stopped early is still a random
 # sample:
@@ -43,6 +48,7 @@ shard=""
 jobs=""
 list=""
 all=""
+check_lists=""
 no_baseline=""
 timeout=1800
 extra=()
@@ -53,6 +59,7 @@ while [ $# -gt 0 ]; do
     --jobs|-j) jobs="${2:?--jobs needs a number}"; shift 2 ;;
     --list) list=1; shift ;;
     --all) all=1; shift ;;
+    --check-lists) check_lists=1; shift ;;
     --no-baseline) no_baseline=1; shift ;;
     --timeout) timeout="${2:?--timeout needs seconds}"; shift 2 ;;
     --) shift; extra=("$@"); break ;;
@@ -78,6 +85,11 @@ if [ -d "$part" ]; then
   args+=(--file "$part/**/*.rs")
 else
   args+=(--file "$part")
+fi
+if [ -n "$check_lists" ]; then
+  cargo mutants --package uopkit-compiler --file "compiler/src/**/*.rs" --list \
+    | python3 scripts/mutants_score.py --stale
+  exit $?
 fi
 # Excluded mutants, "regex  # reason" per line (blank lines and lines starting with # ignored):
 # mutants/equivalent.txt (cannot change behaviour) always, mutants/out_of_scope.txt (behaviour the

@@ -2,6 +2,12 @@
 """Mutation score per file from one or more cargo-mutants output directories (shards merge).
 
   python3 scripts/mutants_score.py mutants.out [more/mutants.out ...] [--markdown]
+  cargo mutants ... --list | python3 scripts/mutants_score.py --stale
+
+--stale reads mutant names (one per line, as `cargo mutants --list` prints them, with no
+exclusions) on standard input and prints every line of mutants/equivalent.txt and
+mutants/out_of_scope.txt whose regex matches none of them (a pin left behind when the code moved:
+the mutant it meant is scored again, under another line:col); exit status 1 when there is one.
 
 Reads caught.txt, missed.txt, timeout.txt and unviable.txt (one mutant per line,
 `file:line:col: description`). Score = (caught + timeout) / (caught + timeout + missed): a timeout
@@ -22,17 +28,34 @@ import sys
 KINDS = ("caught", "missed", "timeout", "unviable")
 
 
-def load_patterns(path):
-    pats = []
+def load_entries(path):
+    """(line number, line, compiled regex) for each entry of a list file."""
+    entries = []
     if not os.path.exists(path):
-        return pats
+        return entries
     with open(path, encoding="utf-8") as f:
-        for line in f:
+        for n, line in enumerate(f, 1):
             line = line.rstrip("\n")
             if not line.strip() or line.lstrip().startswith("#"):
                 continue
-            pats.append(re.compile(line.split("  #", 1)[0].rstrip()))
-    return pats
+            entries.append((n, line, re.compile(line.split("  #", 1)[0].rstrip())))
+    return entries
+
+
+def load_patterns(path):
+    return [rx for _, _, rx in load_entries(path)]
+
+
+def stale(root, names):
+    """Prints the list entries that match none of `names`; 1 when there is one, else 0."""
+    found = 0
+    for lst in ("equivalent.txt", "out_of_scope.txt"):
+        for n, line, rx in load_entries(os.path.join(root, "mutants", lst)):
+            if not any(rx.search(name) for name in names):
+                found += 1
+                print(f"mutants/{lst}:{n}: matches no mutant: {line.split('  #', 1)[0]}")
+    print(f"{len(names)} mutants listed; {found} stale entries", file=sys.stderr)
+    return 1 if found else 0
 
 
 def read_outcomes(dirs):
@@ -55,11 +78,13 @@ def read_outcomes(dirs):
 
 def main(argv):
     markdown = "--markdown" in argv
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if "--stale" in argv:
+        return stale(root, [l.strip() for l in sys.stdin if l.strip()])
     dirs = [a for a in argv if not a.startswith("--")]
     if not dirs:
         print(__doc__.strip(), file=sys.stderr)
         return 2
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     out_of_scope = load_patterns(os.path.join(root, "mutants", "out_of_scope.txt"))
     equivalent = load_patterns(os.path.join(root, "mutants", "equivalent.txt"))
     outcomes = read_outcomes(dirs)
