@@ -81,6 +81,7 @@ def gen(C):
     gen_doubling_dag(C)
     gen_buffer_chain(C)
     gen_chunks_of_split(C)
+    gen_grid_limit(C)
 
 
 # -- index arithmetic: masks, comparisons, negative offsets --------------------------------------------
@@ -1010,6 +1011,26 @@ def gen_inplace_reduce(C):
     st = g.store(b, g.op("ADD", dt, r, b))
     out(g, "b", g.after(b, st), T([1], [26], dt))
     C.add(GRP, "inplace_sum_into_its_own_operand", g)
+
+
+def gen_grid_limit(C):
+    # A GPU launches at most 65535 workgroups along its y and z axes. x = arange(2n) int32 as [n, 2], transposed into
+    # a [2, n] buffer (CONTIGUOUS) whose rows are then summed. The copy's outer loop (2) becomes gidx0; its inner loop
+    # (n, odd, so no power-of-two workgroup divides it) becomes gidx1 for n = 65535, exactly the limit, and must stay
+    # a loop for n = 65537, which as gidx1 would launch 65537 workgroups along y. Row i holds x[2j + i] = 2j + i for
+    # j < n: sum_i = n(n - 1) + n i, wrapped to int32 (exact integers).
+    dt = "int32"
+    g = G("int32 x = arange(2n) as [n, 2] transposed into a [2, n] buffer (CONTIGUOUS) whose rows are summed, for "
+          "n = 65535 (a GPU's y-axis limit of workgroups: the copy may launch them all) and n = 65537 (past it) "
+          "(expected values: exact integers, sum_i = n(n - 1) + n i wrapped to int32)", [GRP, "gpu", "launch", "int32"])
+    for n in (65535, 65537):
+        x = g.buffer(dt, 2 * n, init={"arange": {"start": 0, "step": 1}})
+        t = g.op("CONTIGUOUS", dt, g.permute(g.reshape(x, [n, 2]), [1, 0]))
+        s = g.reduce(g.permute(t, [1, 0]), "ADD", 1)
+        sums = [N.wrap(dt, sum(2 * j + i for j in range(n))) for i in range(2)]
+        assert sums == [N.wrap(dt, n * (n - 1) + n * i) for i in range(2)]
+        out(g, f"row_sums_{n}", s, T([2], sums, dt))
+    C.add(GRP, "transposes_at_and_past_a_gpu_grid_limit_int32", g)
 
 
 # -- the guards of the CPU loop passes: shapes and orders a pass must leave alone ------------------------

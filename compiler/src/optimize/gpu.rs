@@ -42,8 +42,9 @@ use crate::rewrite::{Captures, Pat, Rule, RuleSet};
 /// Work items per workgroup for a local reduction (a power of two).
 pub const LOCAL: i128 = 8;
 
-/// The largest extent of grid dimension d (CUDA's limits: 2³¹−1, 65535, 65535).
-fn grid_limit(d: usize) -> i128 {
+/// The largest extent of grid dimension d (CUDA's limits: 2³¹−1, 65535, 65535; the
+/// renderers refuse a launch past them, `render::Launch::of`).
+pub fn grid_limit(d: usize) -> i128 {
     if d == 0 {
         (1 << 31) - 1
     } else {
@@ -78,6 +79,12 @@ pub fn local_reduce() -> RuleSet {
 
 /// Work items per workgroup that `gpu_threads` gives an elementwise kernel (at most).
 pub const THREADS: i128 = 256;
+
+/// The most work items one workgroup may have, and along each axis (CUDA's limits: 1024 in
+/// all, 1024 × 1024 × 64; kept to for HIP too; the renderers refuse a launch past them,
+/// `render::Launch::of`).
+pub const MAX_WORKGROUP_ITEMS: u64 = 1024;
+pub const MAX_WORKGROUP_DIMS: [u32; 3] = [1024, 1024, 64];
 
 pub fn threads() -> RuleSet {
     RuleSet::new(

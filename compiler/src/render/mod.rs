@@ -19,6 +19,8 @@ use uopkit_interp::ir::Op;
 use uopkit_interp::kernel::{KArg, ParamDecl, Program};
 use uopkit_interp::scalar::cast::to_i128;
 
+use crate::optimize::gpu::{grid_limit, MAX_WORKGROUP_DIMS, MAX_WORKGROUP_ITEMS};
+
 pub use c::{c_symbol, c_unit, render_c, CStyle};
 
 /// The source language of a [`Unit`].
@@ -130,7 +132,37 @@ impl Launch {
                 "idx{axis} (one item per workgroup) and lidx{axis} in one kernel"
             ));
         }
+        l.check_limits()?;
         Ok(l)
+    }
+
+    /// Whether a GPU launches it: at most [`grid_limit`] workgroups along each axis and
+    /// [`MAX_WORKGROUP_ITEMS`] work items a workgroup ([`MAX_WORKGROUP_DIMS`]
+    /// along each axis): CUDA's limits, which the GPU pass keeps to for HIP too. A launch past
+    /// them fails on a CUDA device, so the renderers refuse it with the axis and the limit.
+    pub fn check_limits(&self) -> Result<(), String> {
+        for (axis, &n) in self.grid.iter().enumerate() {
+            let most = grid_limit(axis);
+            if i128::from(n) > most {
+                return Err(format!(
+                    "{n} workgroups along axis {axis} (gidx{axis}): a GPU launches at most {most}"
+                ));
+            }
+        }
+        for (axis, (&n, &most)) in self.block.iter().zip(&MAX_WORKGROUP_DIMS).enumerate() {
+            if n > most {
+                return Err(format!(
+                    "{n} work items along axis {axis} (lidx{axis}): a GPU workgroup has at most {most}"
+                ));
+            }
+        }
+        let items = self.block.iter().map(|&d| u64::from(d)).product::<u64>();
+        if items > MAX_WORKGROUP_ITEMS {
+            return Err(format!(
+                "{items} work items in a workgroup: a GPU workgroup has at most {MAX_WORKGROUP_ITEMS}"
+            ));
+        }
+        Ok(())
     }
 
     /// Work items in all (checked: None when it overflows `u64`, which cannot happen for
@@ -256,5 +288,35 @@ mod tests {
             KArg::Special("lidx0".into()),
         );
         assert!(Launch::of(&p).unwrap_err().contains("no constant extent"));
+    }
+
+    #[test]
+    fn a_launch_past_the_gpu_limits_is_refused_at_the_limit_plus_one() {
+        let launch = |dims: &[(&str, u64)]| {
+            let mut p = Program::new("k", vec![]);
+            for &(dim, n) in dims {
+                special(&mut p, n, dim);
+            }
+            Launch::of(&p)
+        };
+        assert!(launch(&[("gidx0", (1 << 31) - 1), ("gidx1", 65535), ("gidx2", 65535)]).is_ok());
+        assert!(launch(&[("gidx0", 1 << 31)])
+            .unwrap_err()
+            .contains("axis 0 (gidx0)"));
+        assert!(launch(&[("gidx1", 65536)])
+            .unwrap_err()
+            .contains("at most 65535"));
+        assert!(launch(&[("gidx2", 65536)])
+            .unwrap_err()
+            .contains("axis 2 (gidx2)"));
+        assert!(launch(&[("idx1", 65536)]).is_err());
+        assert!(launch(&[("lidx0", 1024)]).is_ok());
+        assert!(launch(&[("lidx0", 1025)]).unwrap_err().contains("lidx0"));
+        assert!(launch(&[("lidx2", 64)]).is_ok());
+        assert!(launch(&[("lidx2", 65)]).unwrap_err().contains("at most 64"));
+        assert!(launch(&[("lidx0", 32), ("lidx1", 32)]).is_ok());
+        assert!(launch(&[("lidx0", 32), ("lidx1", 33)])
+            .unwrap_err()
+            .contains("1056 work items in a workgroup"));
     }
 }

@@ -3,10 +3,12 @@
 //! barriers (`optimize::gpu`) — run by the exact kernel interpreter under several seeded
 //! interleavings of the work items ([`SEEDS`]). What the CUDA and HIP renderers print is
 //! checked here on every machine: a missing barrier shows as outputs that differ from the
-//! oracle, or from one interleaving to the next. No compiled code runs, so it stays in the
-//! harness's process.
+//! oracle, or from one interleaving to the next. A kernel whose launch no GPU makes (more
+//! workgroups or work items than CUDA and HIP allow, `render::Launch::check_limits`) fails
+//! as the GPU would. No compiled code runs, so it stays in the harness's process.
 
-use uopkit_compiler::schedule::Target;
+use uopkit_compiler::render::Launch;
+use uopkit_compiler::schedule::{self, Target};
 use uopkit_interp::kernel::interp::RunOpts;
 
 use super::{schedule_facts, Backend, BackendError, Job, Ran};
@@ -25,6 +27,17 @@ impl Backend for GpuSim {
         let mut opts = job.opts.clone();
         opts.target = Target::Gpu;
         let sched = super::schedule_with(job, &opts)?;
+        for st in &sched.steps {
+            if let schedule::Step::Kernel { program, .. } = st {
+                Launch::of(program).map_err(|e| {
+                    BackendError::Failed(format!(
+                        "kernel {}: a launch no GPU makes: {e}\nschedule:\n{}",
+                        program.name,
+                        job.schedule_text(&sched)
+                    ))
+                })?;
+            }
+        }
         let base = RunOpts::from_env().map_err(BackendError::Failed)?;
         let mut first: Option<(u64, Vec<Option<uopkit_interp::eval::Value>>)> = None;
         for seed in SEEDS {
