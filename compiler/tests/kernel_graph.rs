@@ -179,6 +179,60 @@ fn a_value_outside_its_loop_is_an_error() {
     }
 }
 
+#[test]
+fn an_end_must_close_a_range_of_one_extent() {
+    // STORE(out[0], 7) inside END(…, X) for an X that is not a RANGE of one source: a CAST of
+    // the extent (one source, not a RANGE) and a RANGE of two sources. Neither is a loop.
+    for bad_range in [0, 1] {
+        let params = vec![ParamDecl {
+            dtype: I64,
+            size: 1,
+            written: true,
+        }];
+        let mut g = uopkit_interp::ir::Graph::new();
+        let out = kgraph::add(&mut g, Op::PARAM, I64, vec![], KArg::Param(0), 0);
+        let four = kgraph::konst(&mut g, I64, 4);
+        let not_a_loop = if bad_range == 0 {
+            kgraph::add(&mut g, Op::CAST, I64, vec![four], KArg::None, 0)
+        } else {
+            kgraph::add(&mut g, Op::RANGE, I64, vec![four, four], KArg::Axis(0), 0)
+        };
+        let zero = kgraph::konst(&mut g, I64, 0);
+        let seven = kgraph::konst(&mut g, I64, 7);
+        let at = kgraph::add(&mut g, Op::INDEX, I64, vec![out, zero], KArg::None, 0);
+        let st = kgraph::add(
+            &mut g,
+            Op::STORE,
+            DType::Void,
+            vec![at, seven],
+            KArg::None,
+            0,
+        );
+        let end = kgraph::add(
+            &mut g,
+            Op::END,
+            DType::Void,
+            vec![st, not_a_loop],
+            KArg::None,
+            0,
+        );
+        let sink = kgraph::add(&mut g, Op::SINK, DType::Void, vec![end], KArg::None, 0);
+        let k = KernelGraph {
+            name: "bad".into(),
+            params,
+            graph: g,
+            sink,
+        };
+        match linearize(&k) {
+            Err(KernelGraphError::Malformed { node, reason, .. }) => {
+                assert_eq!(node, end);
+                assert!(reason.contains("must be a RANGE"), "{reason}");
+            }
+            other => panic!("expected Malformed, got {other:?}"),
+        }
+    }
+}
+
 /// The same row sums as a kernel graph with a REDUCE node, as the lowering builds it.
 fn reduce_graph(rows: i64, cols: i64) -> KernelGraph {
     let mut b = kgraph::Builder::new("reduce", matrix_params(rows, cols));
@@ -204,6 +258,24 @@ fn reduce_graph(rows: i64, cols: i64) -> KernelGraph {
     b.push(Op::STORE, DType::Void, vec![o, sum], KArg::None);
     b.push(Op::END, DType::Void, vec![i], KArg::None);
     b.finish().unwrap()
+}
+
+#[test]
+fn a_kernel_graph_lists_its_nodes_in_topological_order_one_line_each() {
+    let k = reduce_graph(2, 3);
+    let nodes = k.nodes();
+    assert_eq!(nodes.last(), Some(&k.sink));
+    for (i, &n) in nodes.iter().enumerate() {
+        for s in &k.node(n).src {
+            let at = nodes.iter().position(|m| m == s);
+            assert!(at.is_some_and(|a| a < i), "{s} comes before {n}");
+        }
+    }
+    // The listing (`uopkit diff`'s kernel stages): a header, the params, then a line a node.
+    let text = k.to_string();
+    let lines: Vec<&str> = text.lines().filter(|l| l.contains(" = ")).collect();
+    assert_eq!(lines.len(), nodes.len(), "{text}");
+    assert!(lines.iter().any(|l| l.contains("REDUCE")), "{text}");
 }
 
 #[test]

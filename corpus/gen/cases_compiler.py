@@ -470,6 +470,8 @@ def gen_value_ranges(C):
           "FLOORMOD(FLOORDIV(WHERE(c,-1,1), 2), 3), CAST(CAST(FLOORMOD(x&3, y), uint8), int32) for a loaded y = -3 "
           "and for the constant -3, "
           "NEG(WHERE(c,-5,-2))%3, ((x&7)|1)%3, (WHERE(d,-1,0)*4 + FLOORMOD(WHERE(c,5,10), 3))/4, "
+          "(WHERE(d,-2,-1)*4 + FLOORMOD(WHERE(c,5,10), 3)) / and % 4 (C), "
+          "the tight probes of FLOORMOD and CMOD of WHERE(c,2,3) by 3, "
           "(WHERE(c,1,2)*-2 + WHERE(d,3,5))/-2, FLOORDIV(FLOORDIV(x, 2), -3); "
           "numerics.alu and numerics.cast (exact, wrapping)",
           [GRP, "alu", "range", "int32", "cmod", "cdiv", "floordiv"])
@@ -547,6 +549,15 @@ def gen_value_ranges(C):
       g.op("CDIV", "int32", g.op("ADD", "int32", g.op("MUL", "int32", where(bd, -1, 0), k(4)), m), k(4)),
       [a("CDIV", a("ADD", a("MUL", -1 if d else 0, 4), a("FLOORMOD", 5 if c else 10, 3)), 4)
        for c, d in zip(cs, ds)])
+    # with a = WHERE(d,-2,-1) instead, the sum 4a + m is in [-8, -2]: never positive, while m is (1 or 2), so
+    # splitting off a is not exact under truncation either: a = -1, m = 2 gives (-2)/4 = 0, not -1 + 0/4, and
+    # (-2)%4 = -2, not 2%4 (b's upper end and the sum's must both be <= 0, not just the sum's)
+    s2 = g.op("ADD", "int32", g.op("MUL", "int32", where(bd, -2, -1), k(4)), m)
+    for op, split in (("CDIV", lambda a_, b_: a("ADD", a_, a("CDIV", b_, 4))), ("CMOD", lambda a_, b_: a("CMOD", b_, 4))):
+        ab = [(-2 if d else -1, a("FLOORMOD", 5 if c else 10, 3)) for c, d in zip(cs, ds)]
+        vals = [a(op, a("ADD", a("MUL", a_, 4), b_), 4) for a_, b_ in ab]
+        assert any(v != split(a_, b_) for v, (a_, b_) in zip(vals, ab))  # the wrong split shows
+        o(f"floormod_affine_{op.lower()}_nonpositive_sum", g.op(op, "int32", s2, k(4)), vals)
     # (-2a + b)/-2 with a = WHERE(c,1,2), b = WHERE(d,3,5) (C division): splitting off a (a + b/-2) is exact
     # only where b and the sum share a sign; for a = 2, b = 3 the sum is -1 (quotient 0, not 2 + -1). The
     # split is argued for divisors >= 2 only: a negative divisor swaps the ends of a*c's range
@@ -558,6 +569,13 @@ def gen_value_ranges(C):
     # divisors positive, not just one
     o("floordiv2_floordiv_neg3", g.op("FLOORDIV", "int32", g.op("FLOORDIV", "int32", bx, k(2)), k(-3)),
       [a("FLOORDIV", a("FLOORDIV", x, 2), -3) for x in xs])
+    # a dividend whose range ends exactly at the divisor: WHERE(c,2,3) fmod and C-mod 3 is 2 or 0, so a range that
+    # keeps the dividend's [2, 3] (right only below the divisor) leaves out the 0 the tight probe's bool part sees
+    wm = where(bc, 2, 3)
+    for op in ("FLOORMOD", "CMOD"):
+        r = g.op(op, "int32", wm, k(3))
+        tight, tv = tight_probe(g, r, [a(op, 2 if c else 3, 3) for c in cs])
+        o(f"{op.lower()}_dividend_up_to_the_divisor_tight", tight, tv)
     C.add(GRP, "value_range_rules", g)
 
     # Its own case: tinygrad 0.14's CPU renderer has no MULACC (manifests/xfail.json).

@@ -55,6 +55,7 @@ class KernelCase:
 def gen(C):
     gen_parallel_axis_register_carry(C)
     gen_nan_store_with_register_first(C)
+    gen_nan_payload_through_a_register(C)
 
 
 def gen_parallel_axis_register_carry(C):
@@ -121,3 +122,33 @@ def gen_nan_store_with_register_first(C):
     K.kernel(K.program(p), [out, x])
     K.expect_buffer("out", out, ["0x7fc00000"])
     C.add(GRP, "kernel_nan_stored_with_a_register_at_instruction_1", K)
+
+
+def gen_nan_payload_through_a_register(C):
+    # A float32 register holding a loaded value (no arithmetic): reg[0] = x[i], out[i] = reg[0]. A load and a
+    # store move bits, so a NaN keeps its payload and sign (docs/semantics.md: only arithmetic results are
+    # canonicalized): out = x bit for bit, the quiet NaN 0x7fa01234 and the negative NaN 0xffc00005 included.
+    # A renderer that defers NaN canonicalization must not treat the register as holding arithmetic results.
+    xs = ["0x7fa01234", "0x3fc00000", "0xffc00005", "0xff800000"]
+    K = KernelCase("a kernel-level program copying float32 x to out through a one-element register: reg[0] = "
+                   "x[i], out[i] = reg[0] for x = NaN 0x7fa01234, 1.5, NaN 0xffc00005, -inf; loads and stores "
+                   "move bits, so out is x bit for bit, NaN payloads and signs included (by hand: no arithmetic, "
+                   "docs/semantics.md)",
+                   [GRP, "kernel", "float32", "register", "nan"])
+    n = len(xs)
+    out = K.buffer("float32", n, None)
+    x = K.buffer("float32", n, xs)
+    p = KernelProgram("copy_through_a_register", params([("float32", n, True), ("float32", n, False)]))
+    p_out = p.emit("PARAM", "float32", arg={"param": 0})
+    p_x = p.emit("PARAM", "float32", arg={"param": 1})
+    reg = p.emit("BUFFER", "float32", arg={"reg": 1})
+    zero = p.const("int64", 0)
+    i = p.emit("RANGE", "int64", [p.const("int64", n)], {"axis": 0})
+    at_reg = p.emit("INDEX", "float32", [reg, zero])
+    p.emit("STORE", "void", [at_reg, p.emit("LOAD", "float32", [p.emit("INDEX", "float32", [p_x, i])])])
+    v = p.emit("LOAD", "float32", [p.emit("INDEX", "float32", [reg, zero])])
+    p.emit("STORE", "void", [p.emit("INDEX", "float32", [p_out, i]), v])
+    p.emit("END", "void", [i])
+    K.kernel(K.program(p), [out, x])
+    K.expect_buffer("out", out, xs)
+    C.add(GRP, "kernel_nan_payload_copied_through_a_register", K)
