@@ -472,6 +472,7 @@ def gen_value_ranges(C):
           "NEG(WHERE(c,-5,-2))%3, ((x&7)|1)%3, (WHERE(d,-1,0)*4 + FLOORMOD(WHERE(c,5,10), 3))/4, "
           "(WHERE(d,-2,-1)*4 + FLOORMOD(WHERE(c,5,10), 3)) / and % 4 (C), "
           "the tight probes of FLOORMOD and CMOD of WHERE(c,2,3) by 3, "
+          "the tight probes of NEG(WHERE(c,2,5)) and NEG(WHERE(c,-2,3)), "
           "(WHERE(c,1,2)*-2 + WHERE(d,3,5))/-2, FLOORDIV(FLOORDIV(x, 2), -3); "
           "numerics.alu and numerics.cast (exact, wrapping)",
           [GRP, "alu", "range", "int32", "cmod", "cdiv", "floordiv"])
@@ -569,6 +570,12 @@ def gen_value_ranges(C):
     # divisors positive, not just one
     o("floordiv2_floordiv_neg3", g.op("FLOORDIV", "int32", g.op("FLOORDIV", "int32", bx, k(2)), k(-3)),
       [a("FLOORDIV", a("FLOORDIV", x, 2), -3) for x in xs])
+    # NEG of a positive and of a mixed range: [2, 5] -> [-5, -2], [-2, 3] -> [-3, 2] (both ends swap and negate;
+    # negating only one end gives an empty or a too-narrow range, which the tight probes see)
+    for lo_, hi_ in ((2, 5), (-2, 3)):
+        r = g.op("NEG", "int32", where(bc, lo_, hi_))
+        tight, tv = tight_probe(g, r, [a("SUB", 0, lo_ if c else hi_) for c in cs])
+        o(f"neg_of_{lo_}_{hi_}_tight".replace("-", "m"), tight, tv)
     # a dividend whose range ends exactly at the divisor: WHERE(c,2,3) fmod and C-mod 3 is 2 or 0, so a range that
     # keeps the dividend's [2, 3] (right only below the divisor) leaves out the 0 the tight probe's bool part sees
     wm = where(bc, 2, 3)
