@@ -82,6 +82,7 @@ def gen(C):
     gen_buffer_chain(C)
     gen_chunks_of_split(C)
     gen_grid_limit(C)
+    gen_reduce_in_a_gpu_loop(C)
 
 
 # -- index arithmetic: masks, comparisons, negative offsets --------------------------------------------
@@ -1056,6 +1057,24 @@ def gen_grid_limit(C):
         assert sums == [N.wrap(dt, n * (n - 1) + n * i) for i in range(2)]
         out(g, f"row_sums_{n}", s, T([2], sums, dt))
     C.add(GRP, "transposes_at_and_past_a_gpu_grid_limit_int32", g)
+
+
+def gen_reduce_in_a_gpu_loop(C):
+    # Four output axes: a GPU grid has three, so the innermost output loop stays a loop in each work item, and
+    # the int32 sum inside it (order-free, so otherwise split over a workgroup's items in local memory) must stay
+    # one item's sequential fold: a local-memory tree inside a loop would be rewritten by the next iteration while
+    # other items still read it. x = arange(120) as [5, 2, 2, 2, 3] (the reduced axis first), summed over it:
+    # out[a,b,c,d] = sum_k (24k + 12a + 6b + 3c + d) = 240 + 5 * (12a + 6b + 3c + d) (exact integers).
+    dt = "int32"
+    g = G("int32 x = arange(120) as [5, 2, 2, 2, 3] summed over its first axis: four output axes, one more than a GPU "
+          "grid, so the sum sits inside the work items' remaining loop (expected values: exact integers, "
+          "out = 240 + 5 * (flat output index))", [GRP, "gpu", "reduce", "int32"])
+    x = g.buffer(dt, 120, init={"arange": {"start": 0, "step": 1}})
+    s = g.reduce(g.reshape(x, [5, 2, 2, 2, 3]), "ADD", 1)
+    vals = [sum(24 * k + o for k in range(5)) for o in range(24)]
+    assert vals == [240 + 5 * o for o in range(24)]
+    out(g, "sums", s, T([2, 2, 2, 3], vals, dt))
+    C.add(GRP, "sum_inside_a_gpu_work_items_loop_int32", g)
 
 
 # -- the guards of the CPU loop passes: shapes and orders a pass must leave alone ------------------------
