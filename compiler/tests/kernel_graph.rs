@@ -729,6 +729,16 @@ fn an_effect_after_a_loop_that_only_read_its_buffer_stays_after_the_loop() {
             })
             .expect("the store of 9");
         assert!(end < nine, "barrier {barrier}:\n{q}");
+        // The BARRIER survives lifting, between the loop and the overwrite (a GPU kernel's
+        // work items would otherwise race past it).
+        if barrier {
+            let b = q
+                .insts
+                .iter()
+                .position(|i| i.op == Op::BARRIER)
+                .unwrap_or_else(|| panic!("the BARRIER is lost:\n{q}"));
+            assert!(end < b && b < nine, "BARRIER at {b}:\n{q}");
+        }
     }
 }
 

@@ -1067,13 +1067,19 @@ def gen_reduce_in_a_gpu_loop(C):
     # out[a,b,c,d] = sum_k (24k + 12a + 6b + 3c + d) = 240 + 5 * (12a + 6b + 3c + d) (exact integers).
     dt = "int32"
     g = G("int32 x = arange(120) as [5, 2, 2, 2, 3] summed over its first axis: four output axes, one more than a GPU "
-          "grid, so the sum sits inside the work items' remaining loop (expected values: exact integers, "
-          "out = 240 + 5 * (flat output index))", [GRP, "gpu", "reduce", "int32"])
+          "grid, so the sum sits inside the work items' remaining loop; the same in float32 with a declared split(3) "
+          "(expected values: exact integers, out = 240 + 5 * (flat output index), exact in float32 too)", [GRP, "gpu", "reduce", "int32"])
     x = g.buffer(dt, 120, init={"arange": {"start": 0, "step": 1}})
     s = g.reduce(g.reshape(x, [5, 2, 2, 2, 3]), "ADD", 1)
     vals = [sum(24 * k + o for k in range(5)) for o in range(24)]
     assert vals == [240 + 5 * o for o in range(24)]
     out(g, "sums", s, T([2, 2, 2, 3], vals, dt))
+    # The same sum in float32 with a declared split(3): three work items fold the oracle's three accumulators
+    # and every item then reads all three partials from local memory, which the next iteration of the loop
+    # would overwrite. Small integers: every partial and sum is exact, so the order cannot change a bit.
+    xf = g.buffer("float32", 120, data=[N.raw("float32", v) for v in range(120)])
+    sf = g.reduce(g.reshape(xf, [5, 2, 2, 2, 3]), "ADD", 1, order={"split": 3})
+    out(g, "sums_split3_float32", sf, T([2, 2, 2, 3], [N.raw("float32", v) for v in vals], "float32"))
     C.add(GRP, "sum_inside_a_gpu_work_items_loop_int32", g)
 
 

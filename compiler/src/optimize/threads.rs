@@ -490,6 +490,11 @@ mod tests {
 
     /// `out[h·q + 16·r + l]` for r < 8, l < 16, q < 4 (a row q above column tiles r of 16).
     fn tiles(h: i128, l_extent: i128) -> (Graph, NodeId, NodeId) {
+        tiles_at(h, l_extent, 0)
+    }
+
+    /// `out[h·q + 16r + l + off]` for q < 4, l < l_extent.
+    fn tiles_at(h: i128, l_extent: i128, off: i128) -> (Graph, NodeId, NodeId) {
         let mut g = Graph::default();
         let out = add(&mut g, Op::PARAM, DType::Float32, vec![], KArg::Param(0), 0);
         let e8 = i64c(&mut g, 8);
@@ -502,6 +507,12 @@ mod tests {
         let c16 = i64c(&mut g, 16);
         let r16 = alu(&mut g, Op::MUL, DType::Int64, vec![r, c16]);
         let idx = alu(&mut g, Op::ADD, DType::Int64, vec![hq, r16]);
+        let idx = if off == 0 {
+            idx
+        } else {
+            let o = i64c(&mut g, off);
+            alu(&mut g, Op::ADD, DType::Int64, vec![idx, o])
+        };
         let at = alu(&mut g, Op::INDEX, DType::Float32, vec![out, idx]);
         let one = konst(&mut g, DType::Float32, 1f32.to_bits() as u64);
         let st = add(&mut g, Op::STORE, DType::Void, vec![at, one], KArg::None, 0);
@@ -527,6 +538,15 @@ mod tests {
         // A row term of exactly c = 16 is no row term: out[16q + 16r + l] overlaps.
         let (g, body, r) = tiles(16, 16);
         assert!(!disjoint(&g, body, r, 8), "out[16q + 16r + l]");
+        // The window's width, not its ends, decides: shifted to [-8, 7] it still fits rows of
+        // 128 and still overlaps in rows of 127.
+        let (g, body, r) = tiles_at(128, 16, -8);
+        assert!(disjoint(&g, body, r, 8), "out[128q + 16r + l - 8]");
+        let (g, body, r) = tiles_at(127, 16, -8);
+        assert!(
+            !disjoint(&g, body, r, 8),
+            "out[127q + 16r + l - 8] overlaps"
+        );
     }
 
     #[test]
