@@ -469,3 +469,67 @@ fn compile_shares_storage_between_intermediates_that_are_never_live_together() {
     assert_eq!(storage("b1"), storage("b9"), "{text}");
     assert_ne!(storage("b0"), storage("b1"), "{text}");
 }
+
+/// A worker whose parent is gone exits, even with its stdin still open (as it is while a
+/// worker is busy in a case that never ends and the harness stops). A shell starts
+/// `uopkit worker` in the background reading a FIFO this test keeps open, and waits; once the
+/// worker has answered a hello (so it runs, with the shell as its parent), the shell is told
+/// to exit. The worker must then be gone within seconds, not wait on the FIFO forever.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_worker_exits_when_the_process_that_started_it_is_gone() {
+    use std::io::{BufRead, Write};
+    use std::process::Stdio;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fifo = dir.path().join("requests");
+    let made = Command::new("mkfifo").arg(&fifo).status().expect("mkfifo");
+    assert!(made.success());
+    // Read and write: opening does not wait for a reader, and the FIFO never reports EOF
+    // while this handle lives.
+    let mut requests = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&fifo)
+        .expect("the FIFO");
+    let mut sh = Command::new("sh")
+        .arg("-c")
+        .arg("\"$0\" worker --backend cpu <\"$1\" 2>/dev/null & echo $!; read -r _")
+        .arg(env!("CARGO_BIN_EXE_uopkit"))
+        .arg(&fifo)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("sh");
+    let mut out = std::io::BufReader::new(sh.stdout.take().expect("stdout"));
+    let mut line = String::new();
+    out.read_line(&mut line).expect("the worker's pid");
+    let pid: u32 = line.trim().parse().expect("a pid");
+    writeln!(
+        requests,
+        r#"{{"type": "hello", "protocol": "uopkit-backend/1"}}"#
+    )
+    .expect("hello");
+    line.clear();
+    out.read_line(&mut line).expect("the worker's hello");
+    assert!(line.contains("\"hello\""), "{line}");
+    // The shell exits; the worker is re-parented.
+    drop(sh.stdin.take());
+    let _ = sh.wait();
+    // Running: /proc has it and it is not a zombie (state Z, exited but not yet reaped).
+    let alive = |pid: u32| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|st| {
+            st.rsplit_once(')')
+                .is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z'))
+        })
+    };
+    let start = std::time::Instant::now();
+    while alive(pid) && start.elapsed() < std::time::Duration::from_secs(20) {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let gone = !alive(pid);
+    if !gone {
+        let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
+    }
+    assert!(gone, "worker {pid} still runs 20 s after its parent exited");
+    drop(requests);
+}

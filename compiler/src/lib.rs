@@ -1,6 +1,6 @@
 //! The compiler, in stages that import only earlier ones (see ARCHITECTURE.md and
-//! `tests/stage_order.rs`): scoped and rewrite (libraries) → spec → schedule → kgraph → lower → optimize →
-//! linearize → render → runtime → exec, composed by `pipeline`.
+//! `tests/stage_order.rs`): scoped and rewrite (libraries) → spec → schedule → kgraph → lower →
+//! optimize → linearize → render → runtime → exec, composed by `pipeline`.
 
 pub mod exec;
 pub mod kgraph;

@@ -31,8 +31,35 @@ use crate::protocol::{
 /// The environment variable that turns a harness binary into a worker for the named backend.
 pub const WORKER_ENV: &str = "UOPKIT_WORKER_BACKEND";
 
-/// Serves `backend` until stdin closes. Returns the process exit code.
+/// How often a worker checks that the process that started it is still there.
+const PARENT_POLL: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// Ends this process when its parent goes (it is then re-parented): a worker busy in a case
+/// that never ends (a looping kernel) does not read stdin, so it would not see the harness
+/// exit (a fail-fast stop, a crash, a kill on timeout) and would run on, orphaned. Unix only.
+fn exit_with_parent() {
+    #[cfg(unix)]
+    {
+        let parent = std::os::unix::process::parent_id();
+        let watch = std::thread::Builder::new()
+            .name("uopkit-worker-parent".into())
+            .spawn(move || loop {
+                std::thread::sleep(PARENT_POLL);
+                if std::os::unix::process::parent_id() != parent {
+                    eprintln!("uopkit worker: the process that started it (pid {parent}) is gone; exiting");
+                    std::process::exit(3);
+                }
+            });
+        if let Err(e) = watch {
+            eprintln!("uopkit worker: cannot watch the parent process: {e}");
+        }
+    }
+}
+
+/// Serves `backend` until stdin closes, or until the process that started this one exits.
+/// Returns the process exit code.
 pub fn serve(backend: &dyn Backend) -> i32 {
+    exit_with_parent();
     let stdin = std::io::stdin();
     let mut out = std::io::stdout().lock();
     let start_fp = fpenv::current();

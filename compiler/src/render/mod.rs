@@ -85,7 +85,8 @@ impl Default for Launch {
 
 impl Launch {
     /// The launch the SPECIALs of `p` declare. Errors name the instruction: an extent that is
-    /// not a CONST, over `u32`, or empty. A SPECIAL the dialects cannot express (a dimension
+    /// not a CONST, over `u32`, or empty; or the axis of a launch past a GPU's limits
+    /// ([`Launch::check_limits`]). A SPECIAL the dialects cannot express (a dimension
     /// other than 0, 1, 2, an unknown name) is left out: it renders as an `#error` line, so
     /// the backend's compiler names it.
     pub fn of(p: &Program) -> Result<Launch, String> {

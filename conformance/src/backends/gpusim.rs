@@ -3,9 +3,10 @@
 //! barriers (`optimize::gpu`) — run by the exact kernel interpreter under several seeded
 //! interleavings of the work items ([`SEEDS`]). What the CUDA and HIP renderers print is
 //! checked here on every machine: a missing barrier shows as outputs that differ from the
-//! oracle, or from one interleaving to the next. A kernel whose launch no GPU makes (more
-//! workgroups or work items than CUDA and HIP allow, `render::Launch::check_limits`) fails
-//! as the GPU would. No compiled code runs, so it stays in the harness's process.
+//! oracle, or from one interleaving to the next. A kernel whose launch a GPU refuses (more
+//! workgroups or work items than CUDA allows, the limits the GPU pass keeps to:
+//! `render::Launch::check_limits`) fails as it would on the device. No compiled code runs,
+//! so it stays in the harness's process.
 
 use uopkit_compiler::render::Launch;
 use uopkit_compiler::schedule::{self, Target};
