@@ -1118,6 +1118,28 @@ def gen_pass_guards(C):
     g.output("split2", g.reduce(g.reshape(b, [4, 2]), "ADD", 1, {"split": 2}), [2], cols)
     C.add(GRP, "columns_declared_split_float32", g)
 
+    # The same order in a matmul the CPU register tile would take: [4,4] @ [4,16] float32 (blocks that divide),
+    # summed over k declared split(2). The tile folds each element's k in order from +0, so it must leave a
+    # matmul whose declared order is another alone. Row 0 of A is [1e8, 1, -1e8, 1] and B is all ones: split(2)
+    # gives 2, sequential 1; the other rows are small integers (exact in any order).
+    a_lits = ["100000000.0", "1.0", "-100000000.0", "1.0"] + [str(float(v)) for v in range(1, 13)]
+    av = [N.raw(dt, v) for v in a_lits]
+    bv = [N.raw(dt, "1.0")] * 64
+    g = G("float32 [4,4] @ [4,16] summed over k declared split(2) (a shape the CPU register tile takes): row 0 of A is "
+          "[1e8, 1, -1e8, 1] and B all ones, so every element of row 0 is (1e8 + -1e8) + (1 + 1) = 2 in the declared "
+          "order where k ascending gives 1; rows 1 to 3 are small integers (expected values: numerics.alu per op, "
+          "in the declared order)", [GRP, "reduce", "matmul", "order", "float32"])
+    ba = g.buffer(dt, 16, data=av)
+    va = g.permute(g.expand(g.reshape(ba, [4, 4]), [16]), [2, 1, 0])
+    bb = g.buffer(dt, 64, data=bv)
+    vb = g.permute(g.expand(g.reshape(bb, [4, 16]), [4]), [1, 0, 2])
+    ta = T([16], av, dt).reshape([4, 4])
+    want = [split_fold("ADD", dt, [N.alu("MUL", dt, ta.at([i, k]), N.raw(dt, "1.0")) for k in range(4)], 2)
+            for i in range(4) for _ in range(16)]
+    assert want[0] == N.raw(dt, "2.0") and want[16] == N.raw(dt, "10.0")
+    g.output("y", g.reduce(g.op("MUL", dt, va, vb), "ADD", 1, {"split": 2}), [4, 16], want)
+    C.add(GRP, "matmul_declared_split_float32", g)
+
     # A float32 sum of 0..1199 declared split(1100): more accumulators than the CPU lanes pass (up to 1024) and
     # the GPU local reduction (up to 256) take, so the generic lowering into k accumulators runs everywhere.
     # Accumulator j folds elements j and j + 1100 (j < 100) or j alone; a count of elements per accumulator
