@@ -1205,6 +1205,25 @@ def gen_pass_guards(C):
     out(g, "y", g.reduce(g.op("MUL", dt, va, vb), "ADD", 1), y)
     C.add(GRP, "matmul_columns_no_tile_width_int32", g)
 
+    # float32 [4,3] @ [3,90]: 90 columns are a multiple of neither tile width (2V or V float32 lanes: 16 or 8 with
+    # AVX2, 32 or 16 with AVX-512), so no CPU register tile may take it; a tile of another width (10 or 18 columns:
+    # V + 2) would divide 90 and cover columns its vectors do not hold. Small integers: every product and sum is
+    # exact in float32 (expected values: exact integers, k ascending).
+    dt = "float32"
+    m_, k_, n_ = 4, 3, 90
+    av = [(i % 7) - 3 for i in range(m_ * k_)]
+    bv = [(i % 5) - 2 for i in range(k_ * n_)]
+    g = G("float32 [4,3] @ [3,90] of small integers: 90 columns are a multiple of neither CPU tile width (16, 32 or 8 "
+          "float32 lanes), so no register tile fits (one of 10 or 18 columns would divide 90); every product and sum "
+          "is exact (expected values: exact integers, k ascending)", [GRP, "reduce", "matmul", "float32"])
+    ba = g.buffer(dt, m_ * k_, data=[N.raw(dt, v) for v in av])
+    va = g.permute(g.expand(g.reshape(ba, [m_, k_]), [n_]), [2, 1, 0])
+    bb = g.buffer(dt, k_ * n_, data=[N.raw(dt, v) for v in bv])
+    vb = g.permute(g.expand(g.reshape(bb, [k_, n_]), [m_]), [1, 0, 2])
+    want = [N.raw(dt, sum(av[i * k_ + kk] * bv[kk * n_ + j] for kk in range(k_))) for i in range(m_) for j in range(n_)]
+    g.output("y", g.reduce(g.op("MUL", dt, va, vb), "ADD", 1), [m_, n_], want)
+    C.add(GRP, "matmul_columns_no_tile_width_float32", g)
+
     # float32 [2,3] @ [3,16]: 16 columns fit a CPU register tile's width, but 2 rows are fewer than its largest row block;
     # the tile must cover both rows (or not fire). Small integers: every product and sum is exact in float32.
     dt = "float32"
