@@ -149,9 +149,15 @@ fn loop_invariant_values_are_hoisted() {
     }
 }
 
-#[test]
-fn a_value_outside_its_loop_is_an_error() {
-    // STORE(out[0], r + 1) at the top level while r is a loop variable that no END closes.
+/// A kernel graph "bad" of one written int64 param: `value` builds the value stored into
+/// out[0], and `effect(g, store)` the effect the SINK takes (the STORE itself, or one around it).
+fn one_store_kernel(
+    value: impl FnOnce(&mut uopkit_interp::ir::Graph) -> uopkit_interp::ir::NodeId,
+    effect: impl FnOnce(
+        &mut uopkit_interp::ir::Graph,
+        uopkit_interp::ir::NodeId,
+    ) -> uopkit_interp::ir::NodeId,
+) -> KernelGraph {
     let params = vec![ParamDecl {
         dtype: I64,
         size: 1,
@@ -159,22 +165,36 @@ fn a_value_outside_its_loop_is_an_error() {
     }];
     let mut g = uopkit_interp::ir::Graph::new();
     let out = kgraph::add(&mut g, Op::PARAM, I64, vec![], KArg::Param(0), 0);
-    let four = kgraph::konst(&mut g, I64, 4);
-    let r = kgraph::add(&mut g, Op::RANGE, I64, vec![four], KArg::Axis(0), 0);
-    let one = kgraph::konst(&mut g, I64, 1);
-    let v = kgraph::add(&mut g, Op::ADD, I64, vec![r, one], KArg::None, 0);
+    let v = value(&mut g);
     let zero = kgraph::konst(&mut g, I64, 0);
     let at = kgraph::add(&mut g, Op::INDEX, I64, vec![out, zero], KArg::None, 0);
     let st = kgraph::add(&mut g, Op::STORE, DType::Void, vec![at, v], KArg::None, 0);
-    let sink = kgraph::add(&mut g, Op::SINK, DType::Void, vec![st], KArg::None, 0);
-    let k = KernelGraph {
+    let e = effect(&mut g, st);
+    let sink = kgraph::add(&mut g, Op::SINK, DType::Void, vec![e], KArg::None, 0);
+    KernelGraph {
         name: "bad".into(),
         params,
         graph: g,
         sink,
-    };
+    }
+}
+
+#[test]
+fn a_value_outside_its_loop_is_an_error() {
+    // STORE(out[0], r + 1) at the top level while r is a loop variable that no END closes.
+    let mut r = None;
+    let k = one_store_kernel(
+        |g| {
+            let four = kgraph::konst(g, I64, 4);
+            let range = kgraph::add(g, Op::RANGE, I64, vec![four], KArg::Axis(0), 0);
+            r = Some(range);
+            let one = kgraph::konst(g, I64, 1);
+            kgraph::add(g, Op::ADD, I64, vec![range, one], KArg::None, 0)
+        },
+        |_, st| st,
+    );
     match linearize(&k) {
-        Err(KernelGraphError::OutOfScope { range, .. }) => assert_eq!(range, r),
+        Err(KernelGraphError::OutOfScope { range, .. }) => assert_eq!(Some(range), r),
         other => panic!("expected OutOfScope, got {other:?}"),
     }
 }
@@ -184,48 +204,24 @@ fn an_end_must_close_a_range_of_one_extent() {
     // STORE(out[0], 7) inside END(…, X) for an X that is not a RANGE of one source: a CAST of
     // the extent (one source, not a RANGE) and a RANGE of two sources. Neither is a loop.
     for bad_range in [0, 1] {
-        let params = vec![ParamDecl {
-            dtype: I64,
-            size: 1,
-            written: true,
-        }];
-        let mut g = uopkit_interp::ir::Graph::new();
-        let out = kgraph::add(&mut g, Op::PARAM, I64, vec![], KArg::Param(0), 0);
-        let four = kgraph::konst(&mut g, I64, 4);
-        let not_a_loop = if bad_range == 0 {
-            kgraph::add(&mut g, Op::CAST, I64, vec![four], KArg::None, 0)
-        } else {
-            kgraph::add(&mut g, Op::RANGE, I64, vec![four, four], KArg::Axis(0), 0)
-        };
-        let zero = kgraph::konst(&mut g, I64, 0);
-        let seven = kgraph::konst(&mut g, I64, 7);
-        let at = kgraph::add(&mut g, Op::INDEX, I64, vec![out, zero], KArg::None, 0);
-        let st = kgraph::add(
-            &mut g,
-            Op::STORE,
-            DType::Void,
-            vec![at, seven],
-            KArg::None,
-            0,
+        let mut end = None;
+        let k = one_store_kernel(
+            |g| kgraph::konst(g, I64, 7),
+            |g, st| {
+                let four = kgraph::konst(g, I64, 4);
+                let not_a_loop = if bad_range == 0 {
+                    kgraph::add(g, Op::CAST, I64, vec![four], KArg::None, 0)
+                } else {
+                    kgraph::add(g, Op::RANGE, I64, vec![four, four], KArg::Axis(0), 0)
+                };
+                let e = kgraph::add(g, Op::END, DType::Void, vec![st, not_a_loop], KArg::None, 0);
+                end = Some(e);
+                e
+            },
         );
-        let end = kgraph::add(
-            &mut g,
-            Op::END,
-            DType::Void,
-            vec![st, not_a_loop],
-            KArg::None,
-            0,
-        );
-        let sink = kgraph::add(&mut g, Op::SINK, DType::Void, vec![end], KArg::None, 0);
-        let k = KernelGraph {
-            name: "bad".into(),
-            params,
-            graph: g,
-            sink,
-        };
         match linearize(&k) {
             Err(KernelGraphError::Malformed { node, reason, .. }) => {
-                assert_eq!(node, end);
+                assert_eq!(Some(node), end);
                 assert!(reason.contains("must be a RANGE"), "{reason}");
             }
             other => panic!("expected Malformed, got {other:?}"),

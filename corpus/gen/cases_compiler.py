@@ -31,6 +31,17 @@ def arange(g, dtype, n, start=0, step=1, device="CPU:0"):
     return b, T([n], vals, dtype)
 
 
+def rows_operand(g, a, m, k, n):
+    """A matmul's left operand: BUFFER a as [m, k], viewed as [k, m, n] (a[i, kk] at [kk, i, j])."""
+    return g.permute(g.expand(g.reshape(a, [m, k]), [n]), [2, 1, 0])
+
+
+def cols_operand(g, b, k, n, m):
+    """A matmul's right operand: BUFFER b as [k, n], viewed as [k, m, n] (b[kk, j] at [kk, i, j]); the product of
+    the two operands reduced over its first axis is the [m, n] matmul."""
+    return g.permute(g.expand(g.reshape(b, [k, n]), [m]), [1, 0, 2])
+
+
 def out(g, name, node, t):
     g.output(name, node, t.shape, t.data)
 
@@ -714,9 +725,9 @@ def gen_matmul_tile(C):
           "payload, overflow to inf (expected values: Python doubles rounded to float32 after each op, k ascending "
           "from +0)", [GRP, "reduce", "matmul", "float32", "nan"])
     ba = g.buffer(dt, 24, data=a)
-    va = g.permute(g.expand(g.reshape(ba, [8, 3]), [16]), [2, 1, 0])
+    va = rows_operand(g, ba, 8, 3, 16)
     bb = g.buffer(dt, 48, data=b)
-    vb = g.permute(g.expand(g.reshape(bb, [3, 16]), [8]), [1, 0, 2])
+    vb = cols_operand(g, bb, 3, 16, 8)
     ta = T([24], a, dt).reshape([8, 3]).expand([16]).permute([2, 1, 0])
     tb = T([48], b, dt).reshape([3, 16]).expand([8]).permute([1, 0, 2])
     prod = g.op("MUL", dt, va, vb)
@@ -759,9 +770,9 @@ def gen_matmul_k_blocks(C):
           "(expected values: Python doubles rounded to float32 after each op, k ascending from +0)",
           [GRP, "reduce", "matmul", "float32"])
     ba = g.buffer(dt, m * k, init={"prng": {"seed": 61, "lo": lo, "hi": hi}})
-    va = g.permute(g.expand(g.reshape(ba, [m, k]), [n]), [2, 1, 0])
+    va = rows_operand(g, ba, m, k, n)
     bb = g.buffer(dt, k * n, init={"prng": {"seed": 62, "lo": lo, "hi": hi}})
-    vb = g.permute(g.expand(g.reshape(bb, [k, n]), [m]), [1, 0, 2])
+    vb = cols_operand(g, bb, k, n, m)
     prod = g.op("MUL", dt, va, vb)
     out(g, "y", g.reduce(prod, "ADD", 1), T([m, n], rows, dt))
     C.add(GRP, "matmul_register_tile_k_blocks", g)
@@ -1130,9 +1141,9 @@ def gen_pass_guards(C):
           "order where k ascending gives 1; rows 1 to 3 are small integers (expected values: numerics.alu per op, "
           "in the declared order)", [GRP, "reduce", "matmul", "order", "float32"])
     ba = g.buffer(dt, 16, data=av)
-    va = g.permute(g.expand(g.reshape(ba, [4, 4]), [16]), [2, 1, 0])
+    va = rows_operand(g, ba, 4, 4, 16)
     bb = g.buffer(dt, 64, data=bv)
-    vb = g.permute(g.expand(g.reshape(bb, [4, 16]), [4]), [1, 0, 2])
+    vb = cols_operand(g, bb, 4, 16, 4)
     ta = T([16], av, dt).reshape([4, 4])
     want = [split_fold("ADD", dt, [N.alu("MUL", dt, ta.at([i, k]), N.raw(dt, "1.0")) for k in range(4)], 2)
             for i in range(4) for _ in range(16)]
@@ -1194,9 +1205,9 @@ def gen_pass_guards(C):
           "tile fits; every column, 8 and 9 included, is a sum of k = 0, 1; expected values: exact integers, "
           "k ascending)", [GRP, "reduce", "matmul", "int32"])
     ba = g.buffer(dt, 4, data=a)
-    va = g.permute(g.expand(g.reshape(ba, [2, 2]), [10]), [2, 1, 0])
+    va = rows_operand(g, ba, 2, 2, 10)
     bb = g.buffer(dt, 20, data=bv)
-    vb = g.permute(g.expand(g.reshape(bb, [2, 10]), [2]), [1, 0, 2])
+    vb = cols_operand(g, bb, 2, 10, 2)
     ta = T([4], a, dt).reshape([2, 2]).expand([10]).permute([2, 1, 0])
     tb = T([20], bv, dt).reshape([2, 10]).expand([2]).permute([1, 0, 2])
     tp = T([2, 2, 10], [N.alu("MUL", dt, x, y) for x, y in zip(ta.data, tb.data)], dt)
@@ -1219,9 +1230,9 @@ def gen_pass_guards(C):
           "float32 lanes), so no register tile fits (one of 10 or 18 columns would divide 90); every product and sum "
           "is exact (expected values: exact integers, k ascending)", [GRP, "reduce", "matmul", "float32"])
     ba = g.buffer(dt, m_ * k_, data=[N.raw(dt, v) for v in av])
-    va = g.permute(g.expand(g.reshape(ba, [m_, k_]), [n_]), [2, 1, 0])
+    va = rows_operand(g, ba, m_, k_, n_)
     bb = g.buffer(dt, k_ * n_, data=[N.raw(dt, v) for v in bv])
-    vb = g.permute(g.expand(g.reshape(bb, [k_, n_]), [m_]), [1, 0, 2])
+    vb = cols_operand(g, bb, k_, n_, m_)
     want = [N.raw(dt, sum(av[i * k_ + kk] * bv[kk * n_ + j] for kk in range(k_))) for i in range(m_) for j in range(n_)]
     g.output("y", g.reduce(g.op("MUL", dt, va, vb), "ADD", 1), [m_, n_], want)
     C.add(GRP, "matmul_columns_no_tile_width_float32", g)
@@ -1235,9 +1246,9 @@ def gen_pass_guards(C):
           "every product and sum is an integer below 2^24, exact in float32 (expected values: exact integers, k "
           "ascending)", [GRP, "reduce", "matmul", "float32"])
     ba = g.buffer(dt, 6, data=[N.raw(dt, v) for v in a])
-    va = g.permute(g.expand(g.reshape(ba, [2, 3]), [16]), [2, 1, 0])
+    va = rows_operand(g, ba, 2, 3, 16)
     bb = g.buffer(dt, 48, data=[N.raw(dt, v) for v in bv])
-    vb = g.permute(g.expand(g.reshape(bb, [3, 16]), [2]), [1, 0, 2])
+    vb = cols_operand(g, bb, 3, 16, 2)
     rows = [N.raw(dt, sum(a[i * 3 + kk] * bv[kk * 16 + j] for kk in range(3))) for i in range(2) for j in range(16)]
     out(g, "y", g.reduce(g.op("MUL", dt, va, vb), "ADD", 1), T([2, 16], rows, dt))
     C.add(GRP, "matmul_two_rows_float32", g)
