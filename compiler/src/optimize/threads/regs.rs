@@ -554,6 +554,60 @@ mod tests {
         assert!(write_then_read(1));
     }
 
+    /// for r < 8 { if r < 1 { acc[0] = 1 }; for m < `extent` { acc[0] = x[r] }; out[r] = acc[0] }.
+    fn write_in_a_loop_then_read_after_it(extent: i128) -> bool {
+        let mut g = Graph::default();
+        let f32t = DType::Float32;
+        let out = add(&mut g, Op::PARAM, f32t, vec![], KArg::Param(0), 0);
+        let x = add(&mut g, Op::PARAM, f32t, vec![], KArg::Param(1), 0);
+        let r = range(&mut g, 8, 0);
+        let acc = add(&mut g, Op::BUFFER, f32t, vec![], KArg::Reg(1), 7);
+        let z = i64c(&mut g, 0);
+        let one = konst(&mut g, f32t, 1f32.to_bits() as u64);
+        let first = {
+            let one_i = i64c(&mut g, 1);
+            let lt = alu(&mut g, Op::CMPLT, DType::Bool, vec![r, one_i]);
+            let at = reg_index(&mut g, acc, &[r], z);
+            add(
+                &mut g,
+                Op::STORE,
+                DType::Void,
+                vec![at, one, lt],
+                KArg::None,
+                0,
+            )
+        };
+        let m = range(&mut g, extent, 1);
+        let xat = alu(&mut g, Op::INDEX, f32t, vec![x, r]);
+        let xv = alu(&mut g, Op::LOAD, f32t, vec![xat]);
+        let wr_at = reg_index(&mut g, acc, &[first, r, m], z);
+        let st = add(
+            &mut g,
+            Op::STORE,
+            DType::Void,
+            vec![wr_at, xv],
+            KArg::None,
+            0,
+        );
+        let looped = add(&mut g, Op::END, DType::Void, vec![st, m], KArg::None, 0);
+        let rd_at = reg_index(&mut g, acc, &[looped], z);
+        let rd = alu(&mut g, Op::LOAD, f32t, vec![rd_at]);
+        let oat = alu(&mut g, Op::INDEX, f32t, vec![out, r]);
+        let body = add(&mut g, Op::STORE, DType::Void, vec![oat, rd], KArg::None, 0);
+        disjoint(&g, body, r, 8)
+    }
+
+    /// A store inside a loop the read is not in writes the register only if that loop runs:
+    /// with no trips, iterations 1 … 7 read the 1 iteration 0's gated store left.
+    #[test]
+    fn a_write_inside_a_loop_of_no_trips_does_not_initialize() {
+        assert!(write_in_a_loop_then_read_after_it(3));
+        assert!(
+            !write_in_a_loop_then_read_after_it(0),
+            "the loop around the only ungated write runs zero times"
+        );
+    }
+
     /// for r < 8 { acc[0] = x[r]; out[r] = acc[0] } with acc a Reg(`size`).
     fn write_then_read(size: usize) -> bool {
         let mut g = Graph::default();
