@@ -488,6 +488,34 @@ mod tests {
         );
     }
 
+    #[test]
+    fn a_subtraction_in_an_address_subtracts() {
+        // out[(5r + j) - 4r] = out[r + j], j < 4: rows overlap (an ADD would make it 9r + j).
+        let (g, body, r) = kernel(
+            4,
+            |g, r, j| {
+                let five_r_j = row(g, r, j, 5);
+                let four = i64c(g, 4);
+                let four_r = alu(g, Op::MUL, DType::Int64, vec![r, four]);
+                alu(g, Op::SUB, DType::Int64, vec![five_r_j, four_r])
+            },
+            None,
+        );
+        assert!(!disjoint(&g, body, r, 8), "out[r + j], j < 4 overlaps");
+        // out[(9r + j) - 5r] = out[4r + j], j < 4: disjoint rows, proved through the SUB.
+        let (g, body, r) = kernel(
+            4,
+            |g, r, j| {
+                let nine_r_j = row(g, r, j, 9);
+                let five = i64c(g, 5);
+                let five_r = alu(g, Op::MUL, DType::Int64, vec![r, five]);
+                alu(g, Op::SUB, DType::Int64, vec![nine_r_j, five_r])
+            },
+            None,
+        );
+        assert!(disjoint(&g, body, r, 8), "out[4r + j], j < 4");
+    }
+
     /// `out[h·q + 16·r + l]` for r < 8, l < 16, q < 4 (a row q above column tiles r of 16).
     fn tiles(h: i128, l_extent: i128) -> (Graph, NodeId, NodeId) {
         tiles_at(h, l_extent, 0)

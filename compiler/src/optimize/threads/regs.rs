@@ -523,6 +523,28 @@ mod tests {
         assert!(!threaded(Init::Nothing), "read before it is written");
     }
 
+    /// Step 1: the proof's premise that every loop of the body but r is closed exactly once
+    /// (so the linearizer places each node by its ranges alone) is checked, not assumed.
+    #[test]
+    fn a_loop_left_open_or_r_closed_inside_the_body_is_refused() {
+        let (g, body, r) = row_kernel(Init::Loop {
+            extent: 4,
+            per_iter: true,
+        });
+        assert!(disjoint(&g, body, r, 8));
+        let store = g.node(body).src[0];
+        assert!(
+            !disjoint(&g, store, r, 8),
+            "the last loop (j3) has no END in the body"
+        );
+        let mut g2 = g.clone();
+        let closed = add(&mut g2, Op::END, DType::Void, vec![body, r], KArg::None, 0);
+        assert!(
+            !disjoint(&g2, closed, r, 8),
+            "r is closed inside its own body"
+        );
+    }
+
     /// for r < 8 { out[r] = acc[0]; acc[0] = x[r] }: iteration r + 1 reads what r wrote.
     #[test]
     fn a_register_written_in_one_iteration_and_read_in_the_next_is_refused() {
