@@ -595,6 +595,10 @@ def gen_value_ranges(C):
         r = g.op(op, "int32", wm, k(3))
         tight, tv = tight_probe(g, r, [a(op, 2 if c else 3, 3) for c in cs])
         o(f"{op.lower()}_dividend_up_to_the_divisor_tight", tight, tv)
+    # CAST(CAST(WHERE(c, 2, 300), int16), int64): every value survives int16, so the pair is one CAST from int32 to
+    # int64 (cast_widen_chain), a node of another dtype than its operand's (the probes above all cast back to int32)
+    o("where_via_int16_to_int64", g.cast(g.cast(where(bc, 2, 300), "int16"), "int64"),
+      [N.cast("int16", "int64", N.cast("int32", "int16", 2 if c else 300)) for c in cs], "int64")
     C.add(GRP, "value_range_rules", g)
 
     # Its own case: tinygrad 0.14's CPU renderer has no MULACC (manifests/xfail.json).
