@@ -21,12 +21,13 @@
 # The trials run with UOPKIT_FAIL_FAST=1 (a caught mutant stops at its first failing trial) and
 # without the oracle's own trials (the oracle does not use the compiler).
 #
-# Needs cargo-mutants (`cargo install cargo-mutants --version 27.1.0 --locked`). Cost on a 2-core
-# machine: one mutant is an incremental rebuild of the compiler and its dependents plus one
-# conformance run, minutes each, and compiler/src has about 1500 mutants in scope
-# (`scripts/mutants.sh --list | wc -l`), so a whole run is days on one machine: shard it
-# (`--shard K/N` runs the K-th of N disjoint slices, K from 0) over a CI matrix, and merge the
-# shards' mutants.out directories with `scripts/mutants_score.py DIR...`.
+# Needs cargo-mutants (`cargo install cargo-mutants --version 27.1.0 --locked`). Cost on an idle
+# 2-core machine with a warm build and kernel cache: one mutant is an incremental rebuild of the
+# compiler and the conformance test (2-30 s) plus one conformance run (about 8 s), 9-17 s on
+# average, and compiler/src has about 1700 mutants in scope (`scripts/mutants.sh --list | wc -l`),
+# so a whole run is about 5 hours: shard it (`--shard K/N` runs the K-th of N disjoint slices, K
+# from 0) over a CI matrix, and merge the shards' mutants.out directories with
+# `scripts/mutants_score.py DIR...`.
 #
 # --check-lists prints every entry of mutants/equivalent.txt and mutants/out_of_scope.txt that
 # matches no mutant of compiler/src (a line:col pin the code moved away from) and exits 1 if
@@ -36,8 +37,8 @@
 # every file is represented), in random order so that a run stopped early is still a random
 # sample:
 #   scripts/mutants.sh --shard 0/20 --no-baseline -- --sharding round-robin --shuffle --in-place
-# (about 100 mutants; 40 minutes on a 2-core machine with a warm build and kernel cache, 20-50 s
-# a mutant, mostly the incremental rebuild). --in-place mutates this checkout: run it in a
+# (about 90 mutants; 13-17 minutes on an idle 2-core machine; a build or a stray process beside it
+# can double that). --in-place mutates this checkout: run it in a
 # throwaway worktree (`git worktree add`). The samples measured so far, before and after their
 # misses were classified and killed: mutants/SAMPLES.md.
 set -euo pipefail
