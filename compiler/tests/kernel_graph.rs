@@ -10,7 +10,7 @@ use uopkit_compiler::kgraph::{self, lift, KernelGraph, KernelGraphError};
 use uopkit_compiler::linearize::linearize;
 use uopkit_compiler::optimize::{self, Target};
 use uopkit_interp::eval::Elem;
-use uopkit_interp::ir::{DType, Op};
+use uopkit_interp::ir::{DType, Op, ReduceOrder};
 use uopkit_interp::kernel::interp::{run, RunOpts};
 use uopkit_interp::kernel::{InstId, KArg, ParamDecl, Program};
 
@@ -23,14 +23,18 @@ fn c64(p: &mut Program, v: i64) -> InstId {
 
 /// out: int32[rows] (written), in: int32[rows·cols].
 fn matrix_params(rows: i64, cols: i64) -> Vec<ParamDecl> {
+    matrix_params_of(I32, rows, cols)
+}
+
+fn matrix_params_of(dtype: DType, rows: i64, cols: i64) -> Vec<ParamDecl> {
     vec![
         ParamDecl {
-            dtype: I32,
+            dtype,
             size: rows as usize,
             written: true,
         },
         ParamDecl {
-            dtype: I32,
+            dtype,
             size: (rows * cols) as usize,
             written: false,
         },
@@ -231,26 +235,25 @@ fn an_end_must_close_a_range_of_one_extent() {
 
 /// The same row sums as a kernel graph with a REDUCE node, as the lowering builds it.
 fn reduce_graph(rows: i64, cols: i64) -> KernelGraph {
-    let mut b = kgraph::Builder::new("reduce", matrix_params(rows, cols));
-    let out = b.push(Op::PARAM, I32, vec![], KArg::Param(0));
-    let inp = b.push(Op::PARAM, I32, vec![], KArg::Param(1));
+    reduce_graph_of(I32, rows, cols, ReduceOrder::Sequential)
+}
+
+/// [`reduce_graph`] of `dt` elements, folded in `order`.
+fn reduce_graph_of(dt: DType, rows: i64, cols: i64, order: ReduceOrder) -> KernelGraph {
+    let mut b = kgraph::Builder::new("reduce", matrix_params_of(dt, rows, cols));
+    let out = b.push(Op::PARAM, dt, vec![], KArg::Param(0));
+    let inp = b.push(Op::PARAM, dt, vec![], KArg::Param(1));
     let nr = b.push(Op::CONST, I64, vec![], KArg::Const(rows as u64));
     let i = b.push(Op::RANGE, I64, vec![nr], KArg::Axis(0));
     let nc = b.push(Op::CONST, I64, vec![], KArg::Const(cols as u64));
     let j = b.push(Op::RANGE, I64, vec![nc], KArg::Axis(1));
     let row = b.push(Op::MUL, I64, vec![i, nc], KArg::None);
     let flat = b.push(Op::ADD, I64, vec![row, j], KArg::None);
-    let at = b.push(Op::INDEX, I32, vec![inp, flat], KArg::None);
-    let x = b.push(Op::LOAD, I32, vec![at], KArg::None);
+    let at = b.push(Op::INDEX, dt, vec![inp, flat], KArg::None);
+    let x = b.push(Op::LOAD, dt, vec![at], KArg::None);
     b.push(Op::END, DType::Void, vec![j], KArg::None);
-    let sum = b.reduce(
-        Op::ADD,
-        I32,
-        x,
-        &[j],
-        uopkit_interp::ir::ReduceOrder::Sequential,
-    );
-    let o = b.push(Op::INDEX, I32, vec![out, i], KArg::None);
+    let sum = b.reduce(Op::ADD, dt, x, &[j], order);
+    let o = b.push(Op::INDEX, dt, vec![out, i], KArg::None);
     b.push(Op::STORE, DType::Void, vec![o, sum], KArg::None);
     b.push(Op::END, DType::Void, vec![i], KArg::None);
     b.finish().unwrap()
@@ -311,6 +314,20 @@ fn cpu_passes_expand_the_reduce_into_an_accumulator() {
     assert_eq!(applied[4].hits, BTreeMap::from([("reduce_to_acc", 1)]));
     let p = linearize(&k).unwrap();
     assert_eq!(run_on_iota(&p, 0).unwrap(), expected_row_sums(4, 6));
+}
+
+/// A float32 fold declared `chunks_of_split(c, k)` reaching the kernel passes (the scheduler
+/// usually splits it into two REDUCEs first) is expanded in that order: each chunk's lanes,
+/// then the chunks. run_on_iota's inputs are the bits 0, 1, 2, … (subnormals, whose sums
+/// are exact), so every order gives the row sums' bits.
+#[test]
+fn a_float_fold_declared_chunks_of_split_is_expanded() {
+    for (c, k) in [(2, 2), (4, 1), (1, 3)] {
+        let mut k_graph = reduce_graph_of(DType::Float32, 3, 8, ReduceOrder::ChunksOfSplit(c, k));
+        optimize::optimize_for(&mut k_graph, Target::Cpu, None, &[]).unwrap();
+        let p = linearize(&k_graph).unwrap_or_else(|e| panic!("chunks_of_split({c}, {k}): {e}"));
+        assert_eq!(run_on_iota(&p, 0).unwrap(), expected_row_sums(3, 8));
+    }
 }
 
 #[test]
