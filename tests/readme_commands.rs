@@ -74,6 +74,14 @@ fn not_run(cmd: &str) -> Option<&'static str> {
     if words.starts_with(&["cargo", "build"]) {
         return Some("cargo built the binary this test runs");
     }
+    if words.starts_with(&["git", "worktree"])
+        || first == "scripts/mutants.sh"
+        || words.starts_with(&["python3", "scripts/mutants_score.py"])
+    {
+        return Some(
+            "a mutation run: needs cargo-mutants and about 15 minutes a shard (mutants/SAMPLES.md)",
+        );
+    }
     let runs_cargo = |sub: &str| words.windows(2).any(|w| w[0] == "cargo" && (w[1] == sub));
     if runs_cargo("test") || runs_cargo("bench") || runs_cargo("nextest") {
         return Some("the test suite itself (.ci/run runs it)");
