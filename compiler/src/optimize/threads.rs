@@ -490,29 +490,24 @@ mod tests {
 
     #[test]
     fn a_subtraction_in_an_address_subtracts() {
-        // out[(5r + j) - 4r] = out[r + j], j < 4: rows overlap (an ADD would make it 9r + j).
-        let (g, body, r) = kernel(
-            4,
-            |g, r, j| {
-                let five_r_j = row(g, r, j, 5);
-                let four = i64c(g, 4);
-                let four_r = alu(g, Op::MUL, DType::Int64, vec![r, four]);
-                alu(g, Op::SUB, DType::Int64, vec![five_r_j, four_r])
-            },
-            None,
-        );
+        // out[(a·r + j) - b·r], j < 4.
+        let sub = |a: i128, b: i128| {
+            kernel(
+                4,
+                |g, r, j| {
+                    let arj = row(g, r, j, a);
+                    let bc = i64c(g, b);
+                    let br = alu(g, Op::MUL, DType::Int64, vec![r, bc]);
+                    alu(g, Op::SUB, DType::Int64, vec![arj, br])
+                },
+                None,
+            )
+        };
+        // out[r + j]: rows overlap (an ADD would make it 9r + j).
+        let (g, body, r) = sub(5, 4);
         assert!(!disjoint(&g, body, r, 8), "out[r + j], j < 4 overlaps");
-        // out[(9r + j) - 5r] = out[4r + j], j < 4: disjoint rows, proved through the SUB.
-        let (g, body, r) = kernel(
-            4,
-            |g, r, j| {
-                let nine_r_j = row(g, r, j, 9);
-                let five = i64c(g, 5);
-                let five_r = alu(g, Op::MUL, DType::Int64, vec![r, five]);
-                alu(g, Op::SUB, DType::Int64, vec![nine_r_j, five_r])
-            },
-            None,
-        );
+        // out[4r + j]: disjoint rows, proved through the SUB.
+        let (g, body, r) = sub(9, 5);
         assert!(disjoint(&g, body, r, 8), "out[4r + j], j < 4");
     }
 

@@ -414,6 +414,19 @@ mod tests {
         alu(g, Op::INDEX, DType::Float32, vec![buf, at])
     }
 
+    /// `out` and `x` (float32 params 0 and 1) and the loop r < 8 the tests split.
+    fn out_x_and_r(g: &mut Graph) -> (NodeId, NodeId, NodeId) {
+        let f32t = DType::Float32;
+        let out = add(g, Op::PARAM, f32t, vec![], KArg::Param(0), 0);
+        let x = add(g, Op::PARAM, f32t, vec![], KArg::Param(1), 0);
+        (out, x, range(g, 8, 0))
+    }
+
+    /// An ungated STORE of `v` at `at`.
+    fn store(g: &mut Graph, at: NodeId, v: NodeId) -> NodeId {
+        add(g, Op::STORE, DType::Void, vec![at, v], KArg::None, 0)
+    }
+
     fn range(g: &mut Graph, extent: i128, axis: u32) -> NodeId {
         let e = i64c(g, extent);
         add(g, Op::RANGE, DType::Int64, vec![e], KArg::Axis(axis), 0)
@@ -550,26 +563,17 @@ mod tests {
     fn a_register_written_in_one_iteration_and_read_in_the_next_is_refused() {
         let mut g = Graph::default();
         let f32t = DType::Float32;
-        let out = add(&mut g, Op::PARAM, f32t, vec![], KArg::Param(0), 0);
-        let x = add(&mut g, Op::PARAM, f32t, vec![], KArg::Param(1), 0);
-        let r = range(&mut g, 8, 0);
+        let (out, x, r) = out_x_and_r(&mut g);
         let acc = add(&mut g, Op::BUFFER, f32t, vec![], KArg::Reg(1), 7);
         let z = i64c(&mut g, 0);
         let rd_at = reg_index(&mut g, acc, &[r], z);
         let rd = alu(&mut g, Op::LOAD, f32t, vec![rd_at]);
         let oat = alu(&mut g, Op::INDEX, f32t, vec![out, r]);
-        let st_out = add(&mut g, Op::STORE, DType::Void, vec![oat, rd], KArg::None, 0);
+        let st_out = store(&mut g, oat, rd);
         let xat = alu(&mut g, Op::INDEX, f32t, vec![x, r]);
         let xv = alu(&mut g, Op::LOAD, f32t, vec![xat]);
         let wr_at = reg_index(&mut g, acc, &[st_out], z);
-        let st_acc = add(
-            &mut g,
-            Op::STORE,
-            DType::Void,
-            vec![wr_at, xv],
-            KArg::None,
-            0,
-        );
+        let st_acc = store(&mut g, wr_at, xv);
         let body = alu(&mut g, Op::GROUP, DType::Void, vec![st_out, st_acc]);
         assert!(!disjoint(&g, body, r, 8));
         // The same with the write first (acc[0] = x[r]; out[r] = acc[0]) is private.
@@ -580,9 +584,7 @@ mod tests {
     fn write_in_a_loop_then_read_after_it(extent: i128) -> bool {
         let mut g = Graph::default();
         let f32t = DType::Float32;
-        let out = add(&mut g, Op::PARAM, f32t, vec![], KArg::Param(0), 0);
-        let x = add(&mut g, Op::PARAM, f32t, vec![], KArg::Param(1), 0);
-        let r = range(&mut g, 8, 0);
+        let (out, x, r) = out_x_and_r(&mut g);
         let acc = add(&mut g, Op::BUFFER, f32t, vec![], KArg::Reg(1), 7);
         let z = i64c(&mut g, 0);
         let one = konst(&mut g, f32t, 1f32.to_bits() as u64);
@@ -603,19 +605,12 @@ mod tests {
         let xat = alu(&mut g, Op::INDEX, f32t, vec![x, r]);
         let xv = alu(&mut g, Op::LOAD, f32t, vec![xat]);
         let wr_at = reg_index(&mut g, acc, &[first, r, m], z);
-        let st = add(
-            &mut g,
-            Op::STORE,
-            DType::Void,
-            vec![wr_at, xv],
-            KArg::None,
-            0,
-        );
+        let st = store(&mut g, wr_at, xv);
         let looped = add(&mut g, Op::END, DType::Void, vec![st, m], KArg::None, 0);
         let rd_at = reg_index(&mut g, acc, &[looped], z);
         let rd = alu(&mut g, Op::LOAD, f32t, vec![rd_at]);
         let oat = alu(&mut g, Op::INDEX, f32t, vec![out, r]);
-        let body = add(&mut g, Op::STORE, DType::Void, vec![oat, rd], KArg::None, 0);
+        let body = store(&mut g, oat, rd);
         disjoint(&g, body, r, 8)
     }
 
@@ -634,26 +629,17 @@ mod tests {
     fn write_then_read(size: usize) -> bool {
         let mut g = Graph::default();
         let f32t = DType::Float32;
-        let out = add(&mut g, Op::PARAM, f32t, vec![], KArg::Param(0), 0);
-        let x = add(&mut g, Op::PARAM, f32t, vec![], KArg::Param(1), 0);
-        let r = range(&mut g, 8, 0);
+        let (out, x, r) = out_x_and_r(&mut g);
         let acc = add(&mut g, Op::BUFFER, f32t, vec![], KArg::Reg(size), 7);
         let z = i64c(&mut g, 0);
         let xat = alu(&mut g, Op::INDEX, f32t, vec![x, r]);
         let xv = alu(&mut g, Op::LOAD, f32t, vec![xat]);
         let wr_at = reg_index(&mut g, acc, &[r], z);
-        let st_acc = add(
-            &mut g,
-            Op::STORE,
-            DType::Void,
-            vec![wr_at, xv],
-            KArg::None,
-            0,
-        );
+        let st_acc = store(&mut g, wr_at, xv);
         let rd_at = reg_index(&mut g, acc, &[st_acc], z);
         let rd = alu(&mut g, Op::LOAD, f32t, vec![rd_at]);
         let oat = alu(&mut g, Op::INDEX, f32t, vec![out, r]);
-        let body = add(&mut g, Op::STORE, DType::Void, vec![oat, rd], KArg::None, 0);
+        let body = store(&mut g, oat, rd);
         disjoint(&g, body, r, 8)
     }
 
@@ -661,9 +647,7 @@ mod tests {
     fn reg_in_reduce(order: ReduceOrder) -> bool {
         let mut g = Graph::default();
         let f32t = DType::Float32;
-        let out = add(&mut g, Op::PARAM, f32t, vec![], KArg::Param(0), 0);
-        let x = add(&mut g, Op::PARAM, f32t, vec![], KArg::Param(1), 0);
-        let r = range(&mut g, 8, 0);
+        let (out, x, r) = out_x_and_r(&mut g);
         let q = range(&mut g, 4, 1);
         let acc = add(&mut g, Op::BUFFER, f32t, vec![], KArg::Reg(1), 7);
         let z = i64c(&mut g, 0);
@@ -673,26 +657,12 @@ mod tests {
         let xat = alu(&mut g, Op::INDEX, f32t, vec![x, xi]);
         let xv = alu(&mut g, Op::LOAD, f32t, vec![xat]);
         let wr_at = reg_index(&mut g, acc, &[r, q], z);
-        let st = add(
-            &mut g,
-            Op::STORE,
-            DType::Void,
-            vec![wr_at, xv],
-            KArg::None,
-            0,
-        );
+        let st = store(&mut g, wr_at, xv);
         let rd_at = reg_index(&mut g, acc, &[st], z);
         let rd = alu(&mut g, Op::LOAD, f32t, vec![rd_at]);
         let red = crate::kgraph::reduce(&mut g, Op::ADD, f32t, rd, &[q], order);
         let oat = alu(&mut g, Op::INDEX, f32t, vec![out, r]);
-        let body = add(
-            &mut g,
-            Op::STORE,
-            DType::Void,
-            vec![oat, red],
-            KArg::None,
-            0,
-        );
+        let body = store(&mut g, oat, red);
         disjoint(&g, body, r, 8)
     }
 
@@ -717,20 +687,13 @@ mod tests {
         let z = i64c(&mut g, 0);
         let one = konst(&mut g, f32t, 1f32.to_bits() as u64);
         let wr_at = reg_index(&mut g, acc, &[r], z);
-        let st_acc = add(
-            &mut g,
-            Op::STORE,
-            DType::Void,
-            vec![wr_at, one],
-            KArg::None,
-            0,
-        );
+        let st_acc = store(&mut g, wr_at, one);
         let two = i64c(&mut g, 2);
         let far = alu(&mut g, Op::CMOD, DType::Int64, vec![r, two]);
         let rd_at = reg_index(&mut g, acc, &[st_acc], far);
         let rd = alu(&mut g, Op::LOAD, f32t, vec![rd_at]);
         let oat = alu(&mut g, Op::INDEX, f32t, vec![out, r]);
-        let body = add(&mut g, Op::STORE, DType::Void, vec![oat, rd], KArg::None, 0);
+        let body = store(&mut g, oat, rd);
         assert!(!disjoint(&g, body, r, 8), "acc[r mod 2] of a Reg(1)");
         // Registers beyond the stack budget of a spawned thread stay on one thread.
         assert!(write_then_read(MAX_REG_BYTES / 4));
